@@ -1,0 +1,26 @@
+import type { ChannelRecord } from "../storage/types.js";
+
+/** A channel as the contract shows it: never the key, never the signing secret. */
+export function channelView(channel: ChannelRecord) {
+  return {
+    id: channel.id,
+    tenant_id: channel.tenantId,
+    name: channel.name,
+    type: channel.type,
+    mode: channel.mode,
+    environment: channel.environment,
+    state: channel.state,
+    flow: channel.flowName,
+    api_key_hint: channel.apiKeyHint,
+    has_signing_secret: channel.signingSecretEncrypted !== null,
+    config: { require_signature: channel.requireSignature },
+    allowed_origins: channel.allowedOrigins,
+    default_stream: channel.defaultStream,
+    ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),
+    created_at: channel.createdAt,
+    updated_at: channel.updatedAt,
+  };
+}
+
+/** The JSON shape of {@link channelView}. */
+export type ChannelView = ReturnType<typeof channelView>;

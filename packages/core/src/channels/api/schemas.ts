@@ -1,0 +1,40 @@
+import { z } from "zod";
+
+/** Longest `payload`, in Unicode code points. */
+export const MAX_PAYLOAD_LENGTH = 10_000;
+
+const codePoints = (value: string) => [...value].length;
+
+/** The execute request body. Unknown fields are ignored. */
+export const executeRequestSchema = z.object({
+  payload: z
+    .string({ error: "payload is required and must be a string" })
+    .refine((value) => codePoints(value) >= 1, "payload must not be empty")
+    .refine((value) => codePoints(value) <= MAX_PAYLOAD_LENGTH, `payload must be at most ${MAX_PAYLOAD_LENGTH} characters`),
+  metadata: z.record(z.string(), z.unknown(), { error: "metadata must be an object" }).optional(),
+  conversation_id: z.uuid({ error: "conversation_id must be a UUID" }).optional(),
+  stream: z.boolean({ error: "stream must be a boolean" }).optional(),
+});
+
+/** A parsed execute request. */
+export type ExecuteRequest = z.infer<typeof executeRequestSchema>;
+
+const integerParam = (name: string, min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return fallback;
+      const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+      if (!Number.isSafeInteger(number) || number < min || number > max) {
+        ctx.addIssue({ code: "custom", message: `${name} must be an integer from ${min} to ${max}` });
+        return z.NEVER;
+      }
+      return number;
+    });
+
+/** The history route's query string. */
+export const historyQuerySchema = z.object({
+  limit: integerParam("limit", 1, 200, 50),
+  token_budget: integerParam("token_budget", 0, Number.MAX_SAFE_INTEGER, 0),
+});

@@ -1,0 +1,31 @@
+import type { SecretBox } from "./auth/secret-box.js";
+import type { TokenEstimator } from "./conversations/tokens.js";
+import type { Flow } from "./flows/define.js";
+import type { FlowIdentity } from "./runs/json.js";
+import type { Storage } from "./storage/types.js";
+
+/** Where the service reports what it cannot answer with: failures of its own, warnings. */
+export interface Logger {
+  warn(message: string, ...details: unknown[]): void;
+  error(message: string, ...details: unknown[]): void;
+}
+
+/** A registered flow with its resolved identity. */
+export interface RegisteredFlow extends FlowIdentity {
+  flow: Flow;
+}
+
+/** What every handler receives: the service's dependencies and settings. */
+export interface ServiceContext {
+  storage: Storage;
+  flows: ReadonlyMap<string, RegisteredFlow>;
+  secrets: SecretBox;
+  logger: Logger;
+  maxBodyBytes: number;
+  historyLimit: number;
+  estimateTokens: TokenEstimator;
+  /** Aborted by `close()`: every run in flight stops and is stored `cancelled`. */
+  shutdown: AbortSignal;
+  /** Keeps `close()` waiting until work that outlives its response (a run being stored) ends. */
+  track(work: Promise<unknown>): void;
+}

@@ -1,0 +1,52 @@
+import { ServiceError } from "./errors.js";
+
+/** Rejects any body that is not JSON; media-type parameters such as `charset` are allowed. */
+export function requireJsonContentType(request: Request): void {
+  const type = request.headers.get("content-type");
+  const essence = type?.split(";")[0]?.trim().toLowerCase();
+  if (essence !== "application/json") throw new ServiceError("unsupported_media_type");
+}
+
+/**
+ * Reads the exact raw body bytes (HMAC is computed over them), refusing more than
+ * `maxBytes` without buffering the excess.
+ */
+export async function readRawBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  const body = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
+}
+
+/** Parses JSON bytes; invalid UTF-8 or JSON is a `validation_error`. */
+export function parseJson(bytes: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw new ServiceError("validation_error", "The body is not valid JSON.");
+  }
+}
+
+function tooLarge(maxBytes: number): ServiceError {
+  return new ServiceError("payload_too_large", `The request body is larger than ${maxBytes} bytes.`);
+}

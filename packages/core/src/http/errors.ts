@@ -1,0 +1,69 @@
+/**
+ * Every error the service can answer with, in one table: the code is the machine-readable
+ * contract, the status and message follow from it. Handlers throw `ServiceError(code)` and
+ * never pick a status themselves.
+ */
+export const ERROR_CODES = {
+  missing_api_key: { status: 401, message: "Missing API key: send 'Authorization: Bearer <API_KEY>'." },
+  invalid_api_key: { status: 401, message: "The API key is invalid, revoked or expired." },
+  signature_required: { status: 401, message: "This channel requires an X-Service-Signature header." },
+  invalid_signature: { status: 401, message: "The X-Service-Signature header is malformed or does not match the body." },
+  signature_expired: { status: 401, message: "The signature timestamp is outside the 300-second tolerance." },
+  missing_tenant: { status: 401, message: "Missing X-Tenant-ID header." },
+  unauthorized: { status: 401, message: "Missing or invalid admin token." },
+  environment_mismatch: { status: 403, message: "The API key's environment does not match the channel's environment." },
+  origin_not_allowed: { status: 403, message: "This Origin is not in the channel's allowed origins." },
+  wrong_channel_type: { status: 403, message: "This key belongs to a channel that is not of the API type." },
+  conversation_forbidden: { status: 403, message: "This conversation belongs to another channel." },
+  forbidden: { status: 403, message: "The admin token does not grant access to this tenant." },
+  conversation_not_found: { status: 404, message: "No conversation exists with this id." },
+  channel_not_found: { status: 404, message: "No channel exists with this id." },
+  not_found: { status: 404, message: "No route matches this path." },
+  method_not_allowed: { status: 405, message: "This method is not allowed on this path." },
+  channel_inactive: { status: 409, message: "The channel is inactive." },
+  channel_archived: { status: 410, message: "The channel is archived." },
+  payload_too_large: { status: 413, message: "The request body is too large." },
+  unsupported_media_type: { status: 415, message: "The body must be sent as 'Content-Type: application/json'." },
+  validation_error: { status: 422, message: "The request is invalid." },
+  runtime_error: { status: 500, message: "An unexpected error occurred in the service." },
+  signing_secret_unavailable: { status: 503, message: "A signature is required but no signing secret is configured for this channel." },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+/** A machine-readable error code of the contract. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The HTTP status for an error code. */
+export function statusOf(code: ErrorCode): number {
+  return ERROR_CODES[code].status;
+}
+
+/**
+ * An expected failure of a request, carried as a value up to the router, which turns it
+ * into the `{ error: { code, message } }` envelope with the status of the code table.
+ */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Machine-readable detail, e.g. the failing fields of a `validation_error`. */
+  readonly details: unknown;
+  /** Extra response headers, e.g. `Allow` on a 405. */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> },
+  ) {
+    super(message ?? ERROR_CODES[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ServiceError";
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.details = options?.details;
+    this.headers = options?.headers;
+  }
+}
+
+/** True when `value` is a {@link ServiceError}. */
+export function isServiceError(value: unknown): value is ServiceError {
+  return value instanceof ServiceError;
+}

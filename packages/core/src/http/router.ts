@@ -1,0 +1,61 @@
+import { ServiceError } from "./errors.js";
+
+/** Parameters captured from `:name` segments of a route path. */
+export type RouteParams = Record<string, string>;
+
+/** One endpoint: a method and a path pattern such as `/public/v1/api/conversations/:session_id/messages`. */
+export interface Route<Ctx> {
+  method: string;
+  path: string;
+  handle(request: Request, params: RouteParams, ctx: Ctx): Promise<Response> | Response;
+}
+
+interface CompiledRoute<Ctx> extends Route<Ctx> {
+  segments: string[];
+}
+
+/** A route table: finds the route of a request, or explains why none matches (404, 405). */
+export class Router<Ctx> {
+  readonly #routes: CompiledRoute<Ctx>[] = [];
+
+  add(route: Route<Ctx>): this {
+    this.#routes.push({ ...route, method: route.method.toUpperCase(), segments: split(route.path) });
+    return this;
+  }
+
+  match(method: string, pathname: string): { route: Route<Ctx>; params: RouteParams } {
+    const segments = split(pathname);
+    const allowed: string[] = [];
+    for (const route of this.#routes) {
+      const params = matchSegments(route.segments, segments);
+      if (!params) continue;
+      if (route.method === method) return { route, params };
+      allowed.push(route.method);
+    }
+    if (allowed.length === 0) throw new ServiceError("not_found");
+    throw new ServiceError("method_not_allowed", undefined, { headers: { allow: allowed.join(", ") } });
+  }
+}
+
+function split(path: string): string[] {
+  return path.split("/").filter((segment) => segment !== "");
+}
+
+function matchSegments(pattern: string[], actual: string[]): RouteParams | null {
+  if (pattern.length !== actual.length) return null;
+  const params: RouteParams = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const expected = pattern[i] as string;
+    const value = actual[i] as string;
+    if (expected.startsWith(":")) {
+      try {
+        params[expected.slice(1)] = decodeURIComponent(value);
+      } catch {
+        return null;
+      }
+    } else if (expected !== value) {
+      return null;
+    }
+  }
+  return params;
+}

@@ -1,0 +1,33 @@
+export { createChannelService, type ChannelService, type ChannelServiceOptions } from "./service.js";
+export type { Logger } from "./context.js";
+
+export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage } from "./flows/define.js";
+export {
+  step,
+  text,
+  message,
+  pause,
+  handover,
+  setState,
+  type FlowEvent,
+  type StepEvent,
+  type TextDeltaEvent,
+  type MessageEvent,
+  type PauseEvent,
+  type HandoverEvent,
+  type StateEvent,
+} from "./flows/events.js";
+export { demoFlows, echoFlow, failFlow, askFlow, handoverFlow, slowFlow } from "./flows/demo.js";
+
+export { ServiceError, isServiceError, statusOf, ERROR_CODES, type ErrorCode } from "./http/errors.js";
+export { signRequestBody, verifySignature, SIGNATURE_TOLERANCE_SECONDS } from "./auth/signature.js";
+export { generateApiKey, hashApiKey, apiKeyHint, parseApiKey, KEY_PREFIXES, type KeyPrefix } from "./auth/api-keys.js";
+export { createSecretBox, type SecretBox } from "./auth/secret-box.js";
+export { estimateTokens, type TokenEstimator } from "./conversations/tokens.js";
+
+export type { ChannelAdmin, CreatedChannel } from "./admin/operations.js";
+export type { ChannelView } from "./admin/channel-view.js";
+export type { CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
+export type { UIStreamEvent } from "./runs/ui-stream.js";
+
+export type * from "./storage/types.js";

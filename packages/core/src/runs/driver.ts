@@ -1,0 +1,241 @@
+import type { TokenEstimator } from "../conversations/tokens.js";
+import type { Flow, FlowContext, FlowHistoryMessage } from "../flows/define.js";
+import type { FlowEvent } from "../flows/events.js";
+import type { ChannelRecord, ConversationMode, NewMessage, Storage } from "../storage/types.js";
+import type { RunOutcome } from "./outcome.js";
+
+/** A part of the live reply, in the UI message stream's own shapes. */
+export type TextPart =
+  | { type: "text-start"; id: string }
+  | { type: "text-delta"; id: string; delta: string }
+  | { type: "text-end"; id: string };
+
+/** Everything one run needs; the driver owns nothing else. */
+export interface RunInput {
+  flow: Flow;
+  channel: ChannelRecord;
+  runId: string;
+  conversationId: string;
+  /** The stored conversation when resuming, null when this run starts it. */
+  existing: { flowState: unknown } | null;
+  payload: string;
+  metadata: Record<string, unknown>;
+  signal: AbortSignal;
+  storage: Storage;
+  estimateTokens: TokenEstimator;
+  historyLimit: number;
+}
+
+interface OpenText {
+  id: string;
+  content: string;
+}
+
+/**
+ * Drives a flow: yields its text as stream parts while it runs, then stores the run with
+ * the user's message and every produced message in one transaction, and returns the
+ * outcome. A flow that throws is an `error` outcome; an aborted signal is `cancelled`,
+ * stored with what was produced so far. Only a storage failure makes this throw.
+ */
+export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOutcome, void> {
+  const startedAt = new Date();
+  const { flow, signal, estimateTokens } = input;
+  const userMessage = agentMessage(input, "user", input.payload, startedAt, null, null);
+
+  const produced: NewMessage[] = [];
+  const executionOrder: string[] = [];
+  let stepId: string | null = null;
+  let nodeType: string | null = null;
+  let open: OpenText | null = null;
+  let paused = false;
+  let livechatMode: ConversationMode | null = null;
+  let flowState: { value: unknown } | null = null;
+  let status: RunOutcome["status"] = "success";
+  let result: unknown = null;
+  let error: string | null = null;
+
+  function* closeText(): Generator<TextPart> {
+    if (!open) return;
+    produced.push(agentMessage(input, "assistant", open.content, new Date(), stepId, nodeType));
+    yield { type: "text-end", id: open.id };
+    open = null;
+  }
+
+  function* wholeText(content: string): Generator<TextPart> {
+    yield* closeText();
+    const id = crypto.randomUUID();
+    yield { type: "text-start", id };
+    if (content !== "") yield { type: "text-delta", id, delta: content };
+    open = { id, content };
+    yield* closeText();
+  }
+
+  const ctx: FlowContext = {
+    payload: input.payload,
+    metadata: input.metadata,
+    runId: input.runId,
+    conversationId: input.conversationId,
+    isNewConversation: input.existing === null,
+    channel: { id: input.channel.id, environment: input.channel.environment },
+    state: input.existing?.flowState ?? undefined,
+    history: (limit = input.historyLimit) => loadHistory(input, limit),
+    signal,
+  };
+
+  const iterator = flow.run(ctx)[Symbol.asyncIterator]();
+  const aborted = abortPromise(signal);
+  try {
+    for (;;) {
+      if (signal.aborted) {
+        status = "cancelled";
+        break;
+      }
+      const step = await Promise.race([iterator.next(), aborted]);
+      if (step === ABORTED) {
+        status = "cancelled";
+        break;
+      }
+      if (step.done) {
+        result = step.value ?? null;
+        break;
+      }
+      const event: FlowEvent = step.value;
+      switch (event.type) {
+        case "step":
+          yield* closeText();
+          stepId = crypto.randomUUID();
+          nodeType = event.nodeType;
+          executionOrder.push(event.name);
+          break;
+        case "text-delta":
+          if (event.delta === "") break;
+          if (!open) {
+            open = { id: crypto.randomUUID(), content: "" };
+            yield { type: "text-start", id: open.id };
+          }
+          open.content += event.delta;
+          yield { type: "text-delta", id: open.id, delta: event.delta };
+          break;
+        case "message":
+          if (event.role === "assistant") {
+            yield* wholeText(event.content);
+            const last = produced[produced.length - 1] as NewMessage;
+            if (event.toolCalls) last.toolCalls = event.toolCalls;
+          } else {
+            yield* closeText();
+            const tool = agentMessage(input, "tool", event.content, new Date(), stepId, nodeType);
+            tool.toolCallId = event.toolCallId ?? null;
+            tool.toolCalls = event.toolCalls ?? null;
+            produced.push(tool);
+          }
+          break;
+        case "pause":
+          paused = true;
+          yield* wholeText(event.question);
+          break;
+        case "handover":
+          paused = true;
+          livechatMode = "livechat_waiting";
+          if (event.message !== undefined) yield* wholeText(event.message);
+          break;
+        case "state":
+          flowState = { value: event.state };
+          break;
+      }
+    }
+  } catch (thrown) {
+    if (signal.aborted) {
+      status = "cancelled";
+    } else {
+      status = "error";
+      error = thrown instanceof Error ? thrown.message : String(thrown);
+    }
+  }
+  if (status === "cancelled") {
+    // The flow may be suspended inside its own await; it is told through ctx.signal.
+    void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
+  }
+  if (open) {
+    const text = open as OpenText;
+    produced.push(agentMessage(input, "assistant", text.content, new Date(), stepId, nodeType));
+    if (status !== "cancelled") yield { type: "text-end", id: text.id };
+    open = null;
+  }
+  if (status === "success" && paused) status = "pending";
+
+  const completedAt = new Date();
+  const outcome: RunOutcome = {
+    runId: input.runId,
+    conversationId: input.conversationId,
+    status,
+    result: status === "error" ? null : result,
+    error,
+    produced,
+    executionOrder,
+    startedAt,
+    completedAt,
+    livechatMode: status === "pending" ? livechatMode : null,
+  };
+
+  await input.storage.completeRun({
+    run: {
+      id: input.runId,
+      conversationId: input.conversationId,
+      channelId: input.channel.id,
+      tenantId: input.channel.tenantId,
+      status,
+      flowName: flow.name,
+      flowVersion: flow.version ?? null,
+      result: outcome.result,
+      error,
+      executionOrder,
+      startedAt: startedAt.toISOString(),
+      completedAt: completedAt.toISOString(),
+      durationMs: completedAt.getTime() - startedAt.getTime(),
+    },
+    conversation: { id: input.conversationId, tenantId: input.channel.tenantId, channelId: input.channel.id },
+    messages: [userMessage, ...produced],
+    ...(flowState ? { flowState: flowState.value } : {}),
+    ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),
+  });
+  return outcome;
+
+  function agentMessage(
+    run: RunInput,
+    role: NewMessage["role"],
+    content: string,
+    at: Date,
+    step: string | null,
+    node: string | null,
+  ): NewMessage {
+    return {
+      origin: "agent",
+      role,
+      content,
+      timestamp: at.toISOString(),
+      tokenCount: estimateTokens(content),
+      runId: run.runId,
+      stepId: step,
+      nodeType: node,
+      toolCalls: null,
+      toolCallId: null,
+      livechatMessageId: null,
+      sender: null,
+    };
+  }
+}
+
+const ABORTED = Symbol("aborted");
+
+function abortPromise(signal: AbortSignal): Promise<typeof ABORTED> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(ABORTED);
+    else signal.addEventListener("abort", () => resolve(ABORTED), { once: true });
+  });
+}
+
+async function loadHistory(input: RunInput, limit: number): Promise<FlowHistoryMessage[]> {
+  if (input.existing === null) return [];
+  const messages = await input.storage.listRecentMessages(input.conversationId, limit);
+  return messages.map(({ role, content, toolCalls, toolCallId }) => ({ role, content, toolCalls, toolCallId }));
+}

@@ -1,0 +1,138 @@
+import { createChannelAdmin, type ChannelAdmin } from "./admin/operations.js";
+import { createSecretBox, DEVELOPMENT_MASTER_KEY } from "./auth/secret-box.js";
+import { execute } from "./channels/api/execute.js";
+import { history } from "./channels/api/history.js";
+import type { Logger, RegisteredFlow, ServiceContext } from "./context.js";
+import { estimateTokens as defaultEstimate, type TokenEstimator } from "./conversations/tokens.js";
+import type { Flow } from "./flows/define.js";
+import { uuidV5 } from "./flows/identity.js";
+import { preflight, withCors } from "./http/cors.js";
+import { isServiceError, ServiceError } from "./http/errors.js";
+import { errorResponse } from "./http/respond.js";
+import { Router } from "./http/router.js";
+import type { Storage } from "./storage/types.js";
+
+/** Options of {@link createChannelService}. */
+export interface ChannelServiceOptions {
+  /** Where channels, keys, conversations and runs live, e.g. `sqlite("./channelkit.db")`. */
+  storage: Storage;
+  /** The flows channels can be bound to, by name. */
+  flows: Flow<any>[];
+  /**
+   * Master key sealing signing secrets at rest (AES-256-GCM): 32 bytes as 64 hex characters
+   * (`openssl rand -hex 32`), usually from `CHANNELKIT_SECRET_KEY`. Required in production.
+   */
+  secretKey?: string;
+  /** When true, a missing `secretKey` is an error. Defaults to `NODE_ENV === "production"`. */
+  production?: boolean;
+  /** Path prefix the routes are mounted under, e.g. `/chat` (default: none). */
+  basePath?: string;
+  /** Largest request body accepted, in bytes (default 1 MiB); larger is 413 `payload_too_large`. */
+  maxBodyBytes?: number;
+  /** Messages a flow's `ctx.history()` returns by default (default 50). */
+  historyLimit?: number;
+  /** Token estimate of a message (default: ceil(characters / 4)). */
+  estimateTokens?: TokenEstimator;
+  /** Receives warnings and unexpected failures (default: `console`). Secrets are never passed to it. */
+  logger?: Logger;
+}
+
+/** A running channel service. */
+export interface ChannelService {
+  /** Answers one request of the public contract. Every adapter calls this. */
+  handler(request: Request): Promise<Response>;
+  /** Programmatic administration of tenants, channels, keys and signing secrets. */
+  admin: ChannelAdmin;
+  /**
+   * Aborts every run in flight (each is stored `cancelled`), waits until they are stored,
+   * then closes the storage. Stop accepting requests (close the HTTP server) first.
+   */
+  close(): Promise<void>;
+}
+
+const EXECUTE_PATH = "/public/v1/api/execute";
+
+/**
+ * Creates the channel service: the whole public contract as one
+ * `handler(request: Request): Promise<Response>`.
+ *
+ * @example
+ * const service = await createChannelService({ storage: sqlite("./channelkit.db"), flows: [myFlow] });
+ * serve(service, { port: 3000 });
+ */
+export async function createChannelService(options: ChannelServiceOptions): Promise<ChannelService> {
+  const logger = options.logger ?? console;
+  const production = options.production ?? nodeEnv() === "production";
+  if (!options.secretKey) {
+    if (production) {
+      throw new Error("channelkit: a master key is required in production: set CHANNELKIT_SECRET_KEY (openssl rand -hex 32).");
+    }
+    logger.warn(
+      "channelkit: WARNING: no master key configured (CHANNELKIT_SECRET_KEY); signing secrets are sealed with a public development key. Never run like this in production.",
+    );
+  }
+
+  const flows = new Map<string, RegisteredFlow>();
+  for (const flow of options.flows) {
+    if (flows.has(flow.name)) throw new Error(`channelkit: two flows are named "${flow.name}"`);
+    flows.set(flow.name, { flow, name: flow.name, id: flow.id ?? (await uuidV5(flow.name)), version: flow.version ?? null });
+  }
+
+  const shutdown = new AbortController();
+  const inflight = new Set<Promise<unknown>>();
+  const ctx: ServiceContext = {
+    storage: options.storage,
+    flows,
+    secrets: createSecretBox(options.secretKey ?? DEVELOPMENT_MASTER_KEY),
+    logger,
+    maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+    historyLimit: options.historyLimit ?? 50,
+    estimateTokens: options.estimateTokens ?? defaultEstimate,
+    shutdown: shutdown.signal,
+    track(work) {
+      const settled = work.catch(() => undefined).finally(() => inflight.delete(settled));
+      inflight.add(settled);
+    },
+  };
+
+  const router = new Router<ServiceContext>()
+    .add({ method: "OPTIONS", path: EXECUTE_PATH, handle: () => preflight("POST, OPTIONS") })
+    .add({ method: "POST", path: EXECUTE_PATH, handle: (request, _params, c) => execute(request, c) })
+    .add({
+      method: "GET",
+      path: "/public/v1/api/conversations/:session_id/messages",
+      handle: (request, params, c) => history(request, params.session_id as string, c),
+    });
+
+  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
+
+  async function handler(request: Request): Promise<Response> {
+    let response: Response;
+    try {
+      const pathname = new URL(request.url).pathname;
+      if (basePath && !pathname.startsWith(basePath)) throw new ServiceError("not_found");
+      const { route, params } = router.match(request.method, pathname.slice(basePath.length));
+      response = await route.handle(request, params, ctx);
+    } catch (error) {
+      if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error);
+      response = errorResponse(isServiceError(error) ? error : new ServiceError("runtime_error", undefined, { cause: error }));
+    }
+    return withCors(request, response);
+  }
+
+  return {
+    handler,
+    admin: createChannelAdmin(ctx),
+    async close() {
+      shutdown.abort(new Error("channelkit service closed"));
+      while (inflight.size > 0) await Promise.all([...inflight]);
+      await options.storage.close();
+    },
+  };
+}
+
+/** `NODE_ENV` where a `process` global exists (Node, Bun, Deno's compatibility layer). */
+function nodeEnv(): string | undefined {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  return env?.NODE_ENV;
+}

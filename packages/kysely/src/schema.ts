@@ -1,0 +1,98 @@
+/**
+ * The tables, as Kysely sees them. Types are portable on purpose (text, integer): the same
+ * migration runs on SQLite and Postgres. JSON is stored as text; booleans as 0/1; times as
+ * ISO 8601 text, which sorts like the times it writes.
+ */
+export interface Database {
+  tenants: TenantsTable;
+  channels: ChannelsTable;
+  api_keys: ApiKeysTable;
+  conversations: ConversationsTable;
+  messages: MessagesTable;
+  runs: RunsTable;
+}
+
+export interface TenantsTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface ChannelsTable {
+  id: string;
+  tenant_id: string;
+  name: string | null;
+  type: string;
+  mode: string;
+  environment: string;
+  state: string;
+  flow_name: string;
+  allowed_origins: string;
+  default_stream: number;
+  require_signature: number;
+  signing_secret_encrypted: string | null;
+  api_key_hint: string | null;
+  client_id: string | null;
+  languages: string;
+  livechat_messages: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  channel_id: string;
+  tenant_id: string;
+  hash: string;
+  prefix: string;
+  environment: string;
+  hint: string;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface ConversationsTable {
+  id: string;
+  tenant_id: string;
+  channel_id: string;
+  mode: string;
+  flow_state: string | null;
+  next_turn: number;
+  livechat_conversation_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MessagesTable {
+  conversation_id: string;
+  turn_index: number;
+  origin: string;
+  role: string;
+  content: string;
+  timestamp: string;
+  token_count: number;
+  run_id: string | null;
+  step_id: string | null;
+  node_type: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  livechat_message_id: string | null;
+  sender: string | null;
+}
+
+export interface RunsTable {
+  id: string;
+  conversation_id: string;
+  channel_id: string;
+  tenant_id: string;
+  status: string;
+  flow_name: string;
+  flow_version: string | null;
+  result: string | null;
+  error: string | null;
+  execution_order: string;
+  started_at: string;
+  completed_at: string;
+  duration_ms: number;
+}
