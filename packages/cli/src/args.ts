@@ -1,0 +1,39 @@
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { UsageError } from "./usage.js";
+
+type Options = NonNullable<ParseArgsConfig["options"]>;
+
+/** Parses a command's arguments strictly: an unknown option is a usage error, not ignored. */
+export function parse<O extends Options>(args: string[], options: O, positionals = 0) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { db: { type: "string" }, ...options }, allowPositionals: positionals > 0, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (parsed.positionals.length !== positionals) {
+    throw new UsageError(positionals === 0 ? `Unexpected argument: ${parsed.positionals[0]}` : "Missing argument: the channel ID");
+  }
+  return parsed;
+}
+
+/** A `true`/`false` option value. */
+export function booleanValue(name: string, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new UsageError(`--${name} takes true or false, not "${value}"`);
+}
+
+/** A value among `allowed`. */
+export function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`--${name} takes one of ${allowed.join(", ")}, not "${value}"`);
+}
+
+/** A required option. */
+export function required(name: string, value: string | undefined): string {
+  if (value === undefined || value === "") throw new UsageError(`--${name} is required`);
+  return value;
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+import { main } from "./main.js";
+
+const code = await main(process.argv.slice(2), {
+  env: process.env,
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+});
+// `serve` keeps running on its open server; every other command ends here.
+if (code !== 0 || process.argv[2] !== "serve") process.exitCode = code;

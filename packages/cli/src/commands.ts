@@ -1,0 +1,170 @@
+import { type ChannelService, createChannelService, demoFlows } from "@channelkit/core";
+import { serve } from "@channelkit/node";
+import { SignJWT } from "jose";
+import { booleanValue, oneOf, parse, required } from "./args.js";
+import { provisionDemo } from "./demo.js";
+import { openStorage, resolveDb } from "./storage.js";
+import { UsageError } from "./usage.js";
+
+/** Where a command writes; tests pass their own. */
+export interface Io {
+  env: NodeJS.ProcessEnv;
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const ENVIRONMENTS = ["prod", "dev", "staging"] as const;
+
+async function withService<T>(db: string | undefined, io: Io, action: (service: ChannelService) => Promise<T>): Promise<T> {
+  const storage = await openStorage(resolveDb(db, io.env));
+  const service = await createChannelService({
+    storage,
+    flows: demoFlows,
+    secretKey: io.env.CHANNELKIT_SECRET_KEY,
+    logger: { warn: (m) => io.err(m), error: (m, ...d) => io.err([m, ...d.map(String)].join(" ")) },
+  });
+  try {
+    return await action(service);
+  } finally {
+    await service.close();
+  }
+}
+
+function printJson(io: Io, value: unknown): void {
+  io.out(JSON.stringify(value));
+}
+
+function list(value: string | undefined): string[] | undefined {
+  return value?.split(",").map((item) => item.trim()).filter(Boolean);
+}
+
+export async function migrate(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {});
+  const storage = await openStorage(resolveDb(values.db, io.env));
+  await storage.close();
+  printJson(io, { migrated: true });
+}
+
+export async function tenantCreate(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { name: { type: "string" } });
+  const name = required("name", values.name);
+  const { tenant } = await withService(values.db, io, (s) => s.admin.createTenant({ name }));
+  printJson(io, { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt } });
+}
+
+export async function channelCreate(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    tenant: { type: "string" },
+    flow: { type: "string" },
+    type: { type: "string" },
+    environment: { type: "string" },
+    mode: { type: "string" },
+    "allowed-origin": { type: "string", multiple: true },
+    "default-stream": { type: "boolean" },
+    "require-signature": { type: "boolean" },
+    languages: { type: "string" },
+    name: { type: "string" },
+  });
+  const input = {
+    tenantId: required("tenant", values.tenant),
+    flow: required("flow", values.flow),
+    type: oneOf("type", values.type, ["api", "webhook"] as const),
+    environment: oneOf("environment", values.environment, ENVIRONMENTS),
+    mode: oneOf("mode", values.mode, ["server", "public"] as const),
+    allowedOrigins: values["allowed-origin"],
+    defaultStream: values["default-stream"],
+    requireSignature: values["require-signature"],
+    languages: list(values.languages),
+    name: values.name,
+  };
+  printJson(io, await withService(values.db, io, (s) => s.admin.createChannel(input)));
+}
+
+export async function channelUpdate(args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(
+    args,
+    {
+      state: { type: "string" },
+      environment: { type: "string" },
+      "allowed-origin": { type: "string", multiple: true },
+      "default-stream": { type: "string" },
+      "require-signature": { type: "string" },
+      flow: { type: "string" },
+      name: { type: "string" },
+      languages: { type: "string" },
+    },
+    1,
+  );
+  const patch = {
+    state: oneOf("state", values.state, ["active", "inactive", "archived"] as const),
+    environment: oneOf("environment", values.environment, ENVIRONMENTS),
+    allowedOrigins: values["allowed-origin"],
+    defaultStream: booleanValue("default-stream", values["default-stream"]),
+    requireSignature: booleanValue("require-signature", values["require-signature"]),
+    flow: values.flow,
+    name: values.name,
+    languages: list(values.languages),
+  };
+  const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
+  if (Object.keys(defined).length === 0) throw new UsageError("channel update needs at least one option to change");
+  printJson(io, await withService(values.db, io, (s) => s.admin.updateChannel(positionals[0] as string, defined)));
+}
+
+export async function channelRotateKey(args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, {}, 1);
+  printJson(io, await withService(values.db, io, (s) => s.admin.rotateKey(positionals[0] as string)));
+}
+
+export async function channelRotateSigningSecret(args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, {}, 1);
+  printJson(io, await withService(values.db, io, (s) => s.admin.rotateSigningSecret(positionals[0] as string)));
+}
+
+export async function adminToken(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    tenant: { type: "string" },
+    tenants: { type: "string" },
+    org: { type: "string" },
+    expires: { type: "string" },
+  });
+  const tenant = required("tenant", values.tenant);
+  const secret = io.env.CHANNELKIT_ADMIN_JWT_SECRET;
+  if (!secret) throw new UsageError("CHANNELKIT_ADMIN_JWT_SECRET must be set to sign admin tokens");
+  const expires = values.expires ?? "1h";
+  if (!/^\d+\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|week|weeks)$/.test(expires)) {
+    throw new UsageError(`--expires takes a duration such as 30m, 1h or 7d, not "${expires}"`);
+  }
+  const tenantIds = [...new Set([tenant, ...(list(values.tenants) ?? [])])];
+  const token = await new SignJWT({ tenant_ids: tenantIds, ...(values.org ? { organization_id: values.org } : {}) })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject(`channelkit-cli:${tenant}`)
+    .setIssuedAt()
+    .setExpirationTime(expires)
+    .sign(new TextEncoder().encode(secret));
+  printJson(io, { token });
+}
+
+export async function serveCommand(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { port: { type: "string" }, host: { type: "string" }, demo: { type: "boolean" } });
+  const port = Number(values.port ?? io.env.PORT ?? 3000);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port takes a port number, not "${values.port}"`);
+  const host = values.host ?? "127.0.0.1";
+  const storage = await openStorage(resolveDb(values.db, io.env));
+  const service = await createChannelService({
+    storage,
+    flows: demoFlows,
+    secretKey: io.env.CHANNELKIT_SECRET_KEY,
+    logger: { warn: (m) => io.err(m), error: (m, ...d) => io.err([m, ...d.map(String)].join(" ")) },
+  });
+  const server = await serve(service, { port, host });
+  if (values.demo) await provisionDemo(service, server.url, io);
+  io.out(`listening on ${server.url}`);
+
+  const stop = async () => {
+    await server.close();
+    await service.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}

@@ -1,0 +1,27 @@
+/** A mistake in the command line: printed with the usage, exit code 2. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export const USAGE = `Usage: channelkit <command> [options]
+
+Commands:
+  serve [--port 3000] [--host 127.0.0.1] [--demo]
+  migrate
+  tenant create --name NAME
+  channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
+                 [--mode server|public] [--allowed-origin ORIGIN]... [--default-stream]
+                 [--require-signature] [--languages en_US,fr_FR] [--name NAME]
+  channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
+                 [--allowed-origin ORIGIN]... [--default-stream true|false]
+                 [--require-signature true|false] [--flow NAME] [--name NAME]
+  channel rotate-key ID
+  channel rotate-signing-secret ID
+  admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
+
+Every command takes --db <sqlite file | postgres:// URL> (default: $CHANNELKIT_DB, else ./channelkit.db)
+and prints JSON on stdout.
+
+Environment:
+  CHANNELKIT_SECRET_KEY        master key sealing signing secrets (openssl rand -hex 32)
+  CHANNELKIT_ADMIN_JWT_SECRET  HS256 secret of admin tokens`;

@@ -1,0 +1,23 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+const src = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    // Tests run against the sources, so a change is tested without a rebuild.
+    alias: {
+      "@channelkit/core": src("core"),
+      "@channelkit/kysely": src("kysely"),
+      "@channelkit/node": src("node"),
+      "@channelkit/testkit": src("testkit"),
+    },
+  },
+  test: {
+    include: ["packages/*/src/**/*.test.ts", "examples/*/src/**/*.test.ts"],
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // Two cores: more workers than that only adds contention to timing-sensitive stream tests.
+    maxWorkers: 2,
+  },
+});
