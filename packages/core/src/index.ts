@@ -1,5 +1,9 @@
 export { createChannelService, type ChannelService, type ChannelServiceOptions } from "./service.js";
-export type { Logger } from "./context.js";
+export type { Logger, ServiceContext, RegisteredFlow } from "./context.js";
+export type { ChannelPlugin } from "./plugins.js";
+export type { Route, RouteParams } from "./http/router.js";
+export { json, errorResponse } from "./http/respond.js";
+export { authenticateApiKey, bearerToken } from "./auth/authenticate.js";
 
 export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage } from "./flows/define.js";
 export {

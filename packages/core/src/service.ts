@@ -1,15 +1,15 @@
 import { createChannelAdmin, type ChannelAdmin } from "./admin/operations.js";
 import { createSecretBox, DEVELOPMENT_MASTER_KEY } from "./auth/secret-box.js";
-import { execute } from "./channels/api/execute.js";
-import { history } from "./channels/api/history.js";
+import { apiChannel } from "./channels/api/plugin.js";
 import type { Logger, RegisteredFlow, ServiceContext } from "./context.js";
 import { estimateTokens as defaultEstimate, type TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
 import { uuidV5 } from "./flows/identity.js";
-import { preflight, withCors } from "./http/cors.js";
+import { withCors } from "./http/cors.js";
 import { isServiceError, ServiceError } from "./http/errors.js";
 import { errorResponse } from "./http/respond.js";
 import { Router } from "./http/router.js";
+import type { ChannelPlugin } from "./plugins.js";
 import type { Storage } from "./storage/types.js";
 
 /** Options of {@link createChannelService}. */
@@ -25,6 +25,8 @@ export interface ChannelServiceOptions {
   secretKey?: string;
   /** When true, a missing `secretKey` is an error. Defaults to `NODE_ENV === "production"`. */
   production?: boolean;
+  /** Extra channels and features; the API channel is always on. */
+  plugins?: ChannelPlugin[];
   /** Path prefix the routes are mounted under, e.g. `/chat` (default: none). */
   basePath?: string;
   /** Largest request body accepted, in bytes (default 1 MiB); larger is 413 `payload_too_large`. */
@@ -50,7 +52,6 @@ export interface ChannelService {
   close(): Promise<void>;
 }
 
-const EXECUTE_PATH = "/public/v1/api/execute";
 
 /**
  * Creates the channel service: the whole public contract as one
@@ -95,14 +96,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     },
   };
 
-  const router = new Router<ServiceContext>()
-    .add({ method: "OPTIONS", path: EXECUTE_PATH, handle: () => preflight("POST, OPTIONS") })
-    .add({ method: "POST", path: EXECUTE_PATH, handle: (request, _params, c) => execute(request, c) })
-    .add({
-      method: "GET",
-      path: "/public/v1/api/conversations/:session_id/messages",
-      handle: (request, params, c) => history(request, params.session_id as string, c),
-    });
+  const router = new Router<ServiceContext>();
+  for (const plugin of [apiChannel(), ...(options.plugins ?? [])]) {
+    for (const route of plugin.routes ?? []) router.add(route);
+  }
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
 

@@ -1,0 +1,21 @@
+import type { ChannelPlugin } from "../../plugins.js";
+import { preflight } from "../../http/cors.js";
+import { execute } from "./execute.js";
+import { history } from "./history.js";
+
+const EXECUTE_PATH = "/public/v1/api/execute";
+const HISTORY_PATH = "/public/v1/api/conversations/:session_id/messages";
+
+/** The API channel: execute, its CORS preflight and the conversation history. */
+export function apiChannel(): ChannelPlugin {
+  return {
+    name: "api-channel",
+    routes: [
+      { method: "OPTIONS", path: EXECUTE_PATH, handle: () => preflight("POST, OPTIONS") },
+      { method: "POST", path: EXECUTE_PATH, handle: (request, _params, ctx) => execute(request, ctx) },
+      // Browsers reading history with a publishable key send a preflight too.
+      { method: "OPTIONS", path: HISTORY_PATH, handle: () => preflight("GET, OPTIONS") },
+      { method: "GET", path: HISTORY_PATH, handle: (request, params, ctx) => history(request, params.session_id as string, ctx) },
+    ],
+  };
+}
