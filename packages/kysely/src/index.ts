@@ -1,4 +1,6 @@
 export { KyselyStorage } from "./storage.js";
 export { sqlite, type SqliteOptions } from "./sqlite.js";
+export { postgres, type PostgresOptions } from "./postgres.js";
+export { openStorage } from "./open.js";
 export { migrations, migrateToLatest } from "./migrations.js";
 export type { Database } from "./schema.js";
