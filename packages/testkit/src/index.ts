@@ -1,1 +1,64 @@
-export {};
+import { describe } from "vitest";
+import { abortTests } from "./abort.js";
+import { accessTests } from "./access.js";
+import { authTests } from "./auth.js";
+import { bodyLimitTests, bodyTests } from "./body.js";
+import { checkOrderTests } from "./check-order.js";
+import { conversationTests } from "./conversations.js";
+import { corsTests } from "./cors.js";
+import { executeJsonTests } from "./execute-json.js";
+import { flowTests } from "./flows.js";
+import { Harness } from "./harness.js";
+import { historyTests } from "./history.js";
+import { signatureTests } from "./signature.js";
+import { streamTests } from "./stream.js";
+import type { ContractTarget } from "./types.js";
+
+export type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
+
+/** The body limit of the second target, small so that limit tests send little. */
+const SMALL_BODY_LIMIT = 2048;
+
+/**
+ * Declares the channelkit HTTP contract suite (vitest `describe`/`it`) against `target`.
+ * Call it at the top level of a test file. The suite talks to the target only over HTTP
+ * with `fetch`, provisions tenants and channels with `admin`, and reads stored runs back
+ * with `storage.findRun`, so any adapter on any storage can be checked with it.
+ *
+ * It starts the target twice: once with the defaults for most tests, and once with a small
+ * `maxBodyBytes` for the configurable body limit.
+ *
+ * @example
+ * defineContractSuite({
+ *   name: "node:http + SQLite",
+ *   async start(options) {
+ *     const storage = sqlite(file);
+ *     await storage.migrate();
+ *     const service = await createChannelService({ storage, flows: demoFlows, ...options });
+ *     const server = await serve(service, { port: 0 });
+ *     return { url: server.url, admin: service.admin, storage, close: async () => { await server.close(); await service.close(); } };
+ *   },
+ * });
+ */
+export function defineContractSuite(target: ContractTarget): void {
+  describe(`channelkit contract: ${target.name}`, () => {
+    const h = new Harness(target);
+    authTests(h);
+    accessTests(h);
+    bodyTests(h);
+    signatureTests(h);
+    checkOrderTests(h);
+    executeJsonTests(h);
+    streamTests(h);
+    historyTests(h);
+    conversationTests(h);
+    flowTests(h);
+    corsTests(h);
+    abortTests(h);
+
+    describe("with a small body limit", () => {
+      const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });
+      bodyLimitTests(small, SMALL_BODY_LIMIT);
+    });
+  });
+}

@@ -1,0 +1,42 @@
+import type { ChannelAdmin, Storage } from "@channelkit/core";
+
+/** Options the suite starts a target with. */
+export interface ContractTargetOptions {
+  /**
+   * Largest request body the service accepts, in bytes (the service's `maxBodyBytes`).
+   * `undefined` means the service default (1 MiB).
+   */
+  maxBodyBytes?: number;
+}
+
+/** A channel service listening on a real HTTP socket, as started by {@link ContractTarget.start}. */
+export interface RunningTarget {
+  /** Origin of the server, e.g. `http://127.0.0.1:43817`, without a trailing slash. */
+  url: string;
+  /** The service's admin API: the suite provisions tenants and channels with it. */
+  admin: ChannelAdmin;
+  /** The service's storage: the suite only reads stored runs back from it (`findRun`). */
+  storage: Storage;
+  /**
+   * Optional: marks every API key of the channel as expired. The admin API cannot set an
+   * expiry, so a target that can reach its database directly may offer this; the expired
+   * key test is skipped without it.
+   */
+  expireApiKeys?(channelId: string): Promise<void>;
+  /** Stops the HTTP server, then the service (and its storage). */
+  close(): Promise<void>;
+}
+
+/**
+ * One way to run channelkit that the contract suite is pointed at: an adapter (node:http,
+ * express, ...) on a storage (SQLite, Postgres, ...).
+ */
+export interface ContractTarget {
+  /** Shown in the test names, e.g. `node:http + SQLite`. */
+  name: string;
+  /**
+   * Starts a fresh service (empty, migrated database; the demo flows registered) behind a
+   * real HTTP server listening on 127.0.0.1 with a free port.
+   */
+  start(options: ContractTargetOptions): Promise<RunningTarget>;
+}
