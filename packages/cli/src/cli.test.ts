@@ -1,0 +1,517 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { createSecretBox, hashApiKey } from "@channelkit/core";
+import { sqlite } from "@channelkit/kysely";
+import { jwtVerify } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "./main.js";
+
+const MASTER_KEY = randomBytes(32).toString("hex");
+const JWT_SECRET = "test-admin-jwt-secret-0123456789";
+const files: string[] = [];
+
+function tempDb(): string {
+  const file = join(tmpdir(), `channelkit-cli-${randomUUID()}.db`);
+  files.push(file);
+  return file;
+}
+
+afterAll(async () => {
+  await Promise.all(files.flatMap((file) => ["", "-wal", "-shm"].map((suffix) => rm(`${file}${suffix}`, { force: true }))));
+});
+
+/** Runs `channelkit ...args` in-process with captured output. */
+async function cli(args: string[], env: Record<string, string | undefined> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, {
+    env: { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: JWT_SECRET, ...env },
+    out: (line) => out.push(line),
+    err: (line) => err.push(line),
+  });
+  return {
+    code,
+    out,
+    err,
+    /** stdout as the one JSON document every command prints. */
+    json: () => {
+      expect(out).toHaveLength(1);
+      return JSON.parse(out[0] as string);
+    },
+    /** stderr as the refusal envelope. */
+    error: () => {
+      expect(err).toHaveLength(1);
+      return JSON.parse(err[0] as string) as { error: { code: string; message: string } };
+    },
+  };
+}
+
+async function tenant(db: string): Promise<string> {
+  const result = await cli(["tenant", "create", "--name", "Acme", "--db", db]);
+  expect(result.code).toBe(0);
+  return result.json().tenant.id;
+}
+
+async function channel(db: string, tenantId: string, ...extra: string[]) {
+  const result = await cli(["channel", "create", "--tenant", tenantId, "--flow", "echo", "--db", db, ...extra]);
+  expect(result.err).toEqual([]);
+  expect(result.code).toBe(0);
+  return result.json() as { channel: Record<string, unknown> & { id: string }; api_key: string; signing_secret: string | null };
+}
+
+describe("channelkit migrate and tenant create", () => {
+  it("migrates a new database, twice without harm", async () => {
+    const db = tempDb();
+    for (let i = 0; i < 2; i++) {
+      const result = await cli(["migrate", "--db", db]);
+      expect(result.code).toBe(0);
+      expect(result.json()).toEqual({ migrated: true });
+    }
+    const storage = sqlite(db);
+    try {
+      expect(await storage.countTenants()).toBe(0);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("creates a tenant and prints it", async () => {
+    const db = tempDb();
+    const result = await cli(["tenant", "create", "--name", "  Acme Corp ", "--db", db]);
+    expect(result.code).toBe(0);
+    const { tenant: created } = result.json();
+    expect(created).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), name: "Acme Corp", created_at: expect.any(String) });
+    expect(Number.isNaN(Date.parse(created.created_at))).toBe(false);
+    const storage = sqlite(db);
+    try {
+      expect((await storage.findTenant(created.id))?.name).toBe("Acme Corp");
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("uses CHANNELKIT_DB when --db is not given", async () => {
+    const db = tempDb();
+    const id = (await cli(["tenant", "create", "--name", "Env"], { CHANNELKIT_DB: db })).json().tenant.id;
+    const storage = sqlite(db);
+    try {
+      expect(await storage.findTenant(id)).not.toBeNull();
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("prints help on --help with exit 0, and on no arguments with exit 2", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.out.join("\n")).toContain("Usage: channelkit <command>");
+    const none = await cli([]);
+    expect(none.code).toBe(2);
+    expect(none.err.join("\n")).toContain("Usage: channelkit <command>");
+    expect(none.out).toEqual([]);
+  });
+});
+
+describe("channelkit channel create", () => {
+  let db: string;
+  let tenantId: string;
+  beforeAll(async () => {
+    db = tempDb();
+    tenantId = await tenant(db);
+  });
+
+  it("creates a prod server channel by default, with a svc_live_ key and no signing secret", async () => {
+    const created = await channel(db, tenantId);
+    expect(created.api_key).toMatch(/^svc_live_[0-9A-Za-z]{40,}$/);
+    expect(created.signing_secret).toBeNull();
+    expect(created.channel).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      tenant_id: tenantId,
+      name: null,
+      type: "api",
+      mode: "server",
+      environment: "prod",
+      state: "active",
+      flow: "echo",
+      api_key_hint: `svc_live_****${created.api_key.slice(-4)}`,
+      has_signing_secret: false,
+      config: { require_signature: false },
+      allowed_origins: [],
+      default_stream: false,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    // The key is stored only as its hash, and opens this very channel.
+    const storage = sqlite(db);
+    try {
+      const found = await storage.findKeyByHash(await hashApiKey(created.api_key));
+      expect(found?.channel.id).toBe(created.channel.id);
+      expect(found?.key).toMatchObject({ prefix: "svc_live_", environment: "prod", revokedAt: null });
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("applies every option", async () => {
+    const created = await channel(
+      db,
+      tenantId,
+      "--type",
+      "api",
+      "--environment",
+      "staging",
+      "--mode",
+      "public",
+      "--allowed-origin",
+      "https://app.example.com",
+      "--allowed-origin",
+      "http://localhost:5173",
+      "--default-stream",
+      "--require-signature",
+      "--languages",
+      "en_US, fr_FR",
+      "--name",
+      "Mobile app",
+    );
+    expect(created.api_key).toMatch(/^svc_pub_[0-9A-Za-z]{40,}$/);
+    expect(created.signing_secret).toEqual(expect.any(String));
+    expect(created.signing_secret?.length).toBeGreaterThanOrEqual(32);
+    expect(created.channel).toMatchObject({
+      name: "Mobile app",
+      type: "api",
+      mode: "public",
+      environment: "staging",
+      state: "active",
+      api_key_hint: `svc_pub_****${created.api_key.slice(-4)}`,
+      has_signing_secret: true,
+      config: { require_signature: true },
+      allowed_origins: ["https://app.example.com", "http://localhost:5173"],
+      default_stream: true,
+    });
+    // The signing secret is stored sealed under CHANNELKIT_SECRET_KEY, and only so.
+    const storage = sqlite(db);
+    try {
+      const stored = await storage.findChannel(created.channel.id);
+      expect(stored?.signingSecretEncrypted).not.toContain(created.signing_secret);
+      expect(await createSecretBox(MASTER_KEY).decrypt(stored?.signingSecretEncrypted ?? "")).toBe(created.signing_secret);
+      expect(stored?.languages).toEqual(["en_US", "fr_FR"]);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("gives dev and staging server channels svc_test_ keys", async () => {
+    for (const environment of ["dev", "staging"]) {
+      const created = await channel(db, tenantId, "--environment", environment);
+      expect(created.api_key.startsWith("svc_test_")).toBe(true);
+      expect(created.channel.environment).toBe(environment);
+    }
+  });
+
+  it("creates a webhook channel with a client_id and its languages", async () => {
+    const created = await channel(db, tenantId, "--type", "webhook", "--languages", "en_US,fr_FR");
+    expect(created.channel.type).toBe("webhook");
+    expect(created.channel.client_id).toEqual(expect.stringMatching(/^[0-9A-Za-z]{16,}$/));
+    expect(created.channel.languages).toEqual(["en_US", "fr_FR"]);
+    expect(created.api_key.startsWith("svc_live_")).toBe(true);
+  });
+
+  it("refuses an unknown tenant with exit 1 and the error envelope", async () => {
+    const result = await cli(["channel", "create", "--tenant", randomUUID(), "--flow", "echo", "--db", db]);
+    expect(result.code).toBe(1);
+    expect(result.out).toEqual([]);
+    expect(result.error().error.code).toBe("validation_error");
+    expect(result.error().error.message).toMatch(/tenant/i);
+  });
+
+  it("refuses an unknown flow, naming the registered ones", async () => {
+    const result = await cli(["channel", "create", "--tenant", tenantId, "--flow", "nope", "--db", db]);
+    expect(result.code).toBe(1);
+    const { error } = result.error();
+    expect(error.code).toBe("validation_error");
+    expect(error.message).toContain('"nope"');
+    expect(error.message).toContain("echo");
+  });
+
+  it("refuses an allowed origin that is not an exact origin", async () => {
+    const result = await cli(["channel", "create", "--tenant", tenantId, "--flow", "echo", "--allowed-origin", "https://app.example.com/path", "--db", db]);
+    expect(result.code).toBe(1);
+    expect(result.error().error.code).toBe("validation_error");
+  });
+});
+
+describe("channelkit channel update, rotate-key, rotate-signing-secret", () => {
+  let db: string;
+  let tenantId: string;
+  beforeAll(async () => {
+    db = tempDb();
+    tenantId = await tenant(db);
+  });
+
+  it("changes state, environment, allowed origins and default stream", async () => {
+    const { channel: created } = await channel(db, tenantId, "--allowed-origin", "https://old.example.com");
+    const update = async (...args: string[]) => {
+      const result = await cli(["channel", "update", created.id, "--db", db, ...args]);
+      expect(result.err).toEqual([]);
+      expect(result.code).toBe(0);
+      return result.json().channel as Record<string, unknown>;
+    };
+
+    expect(await update("--state", "inactive")).toMatchObject({ id: created.id, state: "inactive" });
+    expect(await update("--state", "active", "--environment", "dev")).toMatchObject({ state: "active", environment: "dev" });
+    expect(await update("--allowed-origin", "https://a.example.com", "--allowed-origin", "https://b.example.com")).toMatchObject({
+      allowed_origins: ["https://a.example.com", "https://b.example.com"],
+    });
+    expect(await update("--default-stream", "true")).toMatchObject({ default_stream: true });
+    const last = await update("--default-stream", "false");
+    expect(last).toMatchObject({ default_stream: false, environment: "dev", allowed_origins: ["https://a.example.com", "https://b.example.com"] });
+    expect(Date.parse(last.updated_at as string)).toBeGreaterThanOrEqual(Date.parse(created.updated_at as string));
+
+    const storage = sqlite(db);
+    try {
+      expect(await storage.findChannel(created.id)).toMatchObject({
+        state: "active",
+        environment: "dev",
+        allowedOrigins: ["https://a.example.com", "https://b.example.com"],
+        defaultStream: false,
+      });
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("returns a one-time signing secret when require-signature goes from false to true", async () => {
+    const { channel: created } = await channel(db, tenantId);
+    const on = await cli(["channel", "update", created.id, "--require-signature", "true", "--db", db]);
+    expect(on.code).toBe(0);
+    expect(on.json()).toEqual({
+      channel: expect.objectContaining({ has_signing_secret: true, config: { require_signature: true } }),
+      signing_secret: expect.any(String),
+    });
+    const again = await cli(["channel", "update", created.id, "--require-signature", "true", "--db", db]);
+    expect(again.json().signing_secret).toBeUndefined();
+    const off = await cli(["channel", "update", created.id, "--require-signature", "false", "--db", db]);
+    // Turning the check off keeps the stored secret.
+    expect(off.json().channel).toMatchObject({ has_signing_secret: true, config: { require_signature: false } });
+  });
+
+  it("refuses to update an unknown channel or an archived one", async () => {
+    const unknown = await cli(["channel", "update", randomUUID(), "--state", "inactive", "--db", db]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.error().error.code).toBe("channel_not_found");
+
+    const { channel: created } = await channel(db, tenantId);
+    expect((await cli(["channel", "update", created.id, "--state", "archived", "--db", db])).code).toBe(0);
+    const archived = await cli(["channel", "update", created.id, "--state", "active", "--db", db]);
+    expect(archived.code).toBe(1);
+    expect(archived.error().error.code).toBe("channel_archived");
+    expect((await cli(["channel", "rotate-key", created.id, "--db", db])).error().error.code).toBe("channel_archived");
+  });
+
+  it("rotate-key revokes the old key and issues one with the same prefix and environment", async () => {
+    const created = await channel(db, tenantId, "--environment", "staging");
+    const result = await cli(["channel", "rotate-key", created.channel.id, "--db", db]);
+    expect(result.code).toBe(0);
+    const rotated = result.json();
+    expect(rotated).toEqual({
+      api_key: expect.stringMatching(/^svc_test_[0-9A-Za-z]{40,}$/),
+      channel: { id: created.channel.id, api_key_hint: `svc_test_****${rotated.api_key.slice(-4)}` },
+    });
+    expect(rotated.api_key).not.toBe(created.api_key);
+
+    const storage = sqlite(db);
+    try {
+      const old = await storage.findKeyByHash(await hashApiKey(created.api_key));
+      const fresh = await storage.findKeyByHash(await hashApiKey(rotated.api_key));
+      expect(old?.key.revokedAt).not.toBeNull();
+      expect(fresh?.key).toMatchObject({ revokedAt: null, environment: "staging", prefix: "svc_test_" });
+      expect(fresh?.channel.apiKeyHint).toBe(rotated.channel.api_key_hint);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("rotate-signing-secret replaces the stored secret", async () => {
+    const created = await channel(db, tenantId, "--require-signature");
+    const result = await cli(["channel", "rotate-signing-secret", created.channel.id, "--db", db]);
+    expect(result.code).toBe(0);
+    const rotated = result.json();
+    expect(rotated).toEqual({ signing_secret: expect.any(String), channel: { id: created.channel.id, has_signing_secret: true } });
+    expect(rotated.signing_secret).not.toBe(created.signing_secret);
+    const storage = sqlite(db);
+    try {
+      const sealed = (await storage.findChannel(created.channel.id))?.signingSecretEncrypted ?? "";
+      expect(await createSecretBox(MASTER_KEY).decrypt(sealed)).toBe(rotated.signing_secret);
+    } finally {
+      await storage.close();
+    }
+    const unknown = await cli(["channel", "rotate-signing-secret", randomUUID(), "--db", db]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.error().error.code).toBe("channel_not_found");
+  });
+});
+
+describe("channelkit admin-token", () => {
+  const key = new TextEncoder().encode(JWT_SECRET);
+
+  it("signs an HS256 token for the tenant, valid for an hour by default", async () => {
+    const result = await cli(["admin-token", "--tenant", "t-1"]);
+    expect(result.code).toBe(0);
+    const { payload, protectedHeader } = await jwtVerify(result.json().token, key);
+    expect(protectedHeader.alg).toBe("HS256");
+    expect(payload.tenant_ids).toEqual(["t-1"]);
+    expect(payload.organization_id).toBeUndefined();
+    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(3600);
+    await expect(jwtVerify(result.json().token, new TextEncoder().encode("another secret"))).rejects.toThrow();
+  });
+
+  it("adds --tenants, --org and --expires", async () => {
+    const result = await cli(["admin-token", "--tenant", "t-1", "--tenants", "t-2, t-1,t-3", "--org", "org-9", "--expires", "30m"]);
+    const { payload } = await jwtVerify(result.json().token, key);
+    expect(payload.tenant_ids).toEqual(["t-1", "t-2", "t-3"]);
+    expect(payload.organization_id).toBe("org-9");
+    expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(1800);
+  });
+
+  it("needs CHANNELKIT_ADMIN_JWT_SECRET and a sane --expires", async () => {
+    const noSecret = await cli(["admin-token", "--tenant", "t-1"], { CHANNELKIT_ADMIN_JWT_SECRET: undefined });
+    expect(noSecret.code).toBe(2);
+    expect(noSecret.err.join("\n")).toContain("CHANNELKIT_ADMIN_JWT_SECRET");
+    const badExpiry = await cli(["admin-token", "--tenant", "t-1", "--expires", "soon"]);
+    expect(badExpiry.code).toBe(2);
+    expect(badExpiry.err.join("\n")).toContain("--expires");
+  });
+});
+
+describe("channelkit: bad command lines exit 2 with a clear message", () => {
+  const db = tempDb();
+
+  it.each([
+    [["frobnicate"], "Unknown command: frobnicate"],
+    [["channel", "delete", "x"], "Unknown command: channel delete"],
+    [["tenant"], "Unknown command: tenant"],
+    [["tenant", "create", "--name", "A", "--colour", "red"], "Unknown option '--colour'"],
+    [["tenant", "create"], "--name is required"],
+    [["channel", "create", "--flow", "echo"], "--tenant is required"],
+    [["channel", "create", "--tenant", "t", "--flow", "echo", "--environment", "production"], '--environment takes one of prod, dev, staging, not "production"'],
+    [["channel", "create", "--tenant", "t", "--flow", "echo", "--mode", "browser"], "--mode takes one of server, public"],
+    [["channel", "create", "--tenant", "t", "--flow", "echo", "--type", "sms"], "--type takes one of api, webhook"],
+    [["channel", "update", "some-id", "--default-stream", "yes"], '--default-stream takes true or false, not "yes"'],
+    [["channel", "update", "some-id", "--state", "deleted"], "--state takes one of active, inactive, archived"],
+    [["channel", "update", "some-id"], "at least one option"],
+    [["channel", "update", "--state", "active"], "Missing argument: the channel ID"],
+    [["channel", "rotate-key"], "Missing argument: the channel ID"],
+    [["migrate", "extra"], "Unexpected argument 'extra'"],
+    [["admin-token"], "--tenant is required"],
+    [["serve", "--port", "http"], "--port takes a port number"],
+    [["serve", "--port", "70000"], "--port takes a port number"],
+  ])("%j", async (args, message) => {
+    const result = await cli([...args, "--db", db]);
+    expect(result.code).toBe(2);
+    expect(result.out).toEqual([]);
+    const text = result.err.join("\n");
+    expect(text).toContain(`channelkit: `);
+    expect(text).toContain(message);
+    expect(text).toContain("Usage: channelkit <command>");
+  });
+});
+
+describe("channelkit serve --demo (built binary, end to end)", () => {
+  const root = fileURLToPath(new URL("../../../", import.meta.url));
+  const bin = join(root, "packages/cli/dist/bin.js");
+  let child: ChildProcess | null = null;
+
+  /** True when a package's dist is missing or older than one of its sources. */
+  function stale(pkg: string): boolean {
+    const dist = join(root, "packages", pkg, "dist");
+    if (!existsSync(dist)) return true;
+    const built = Math.min(...readdirSync(dist).filter((f) => f.endsWith(".js")).map((f) => statSync(join(dist, f)).mtimeMs));
+    const src = join(root, "packages", pkg, "src");
+    const sources = readdirSync(src, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts"));
+    return sources.some((f) => statSync(join(src, f)).mtimeMs > built);
+  }
+
+  beforeAll(() => {
+    const packages = ["core", "kysely", "node", "cli"];
+    if (packages.some(stale)) {
+      // `npm test` builds first; a direct `vitest run` after a source change builds here.
+      execFileSync("npm", ["run", "build", ...packages.flatMap((p) => ["-w", `@channelkit/${p}`])], { cwd: root, stdio: "ignore" });
+    }
+  }, 120_000);
+
+  afterAll(() => {
+    if (child && child.exitCode === null) child.kill("SIGKILL");
+  });
+
+  it("prints a working curl command for a fresh database, on the real port of --port 0", async () => {
+    const db = tempDb();
+    const env: NodeJS.ProcessEnv = { ...process.env, CHANNELKIT_SECRET_KEY: MASTER_KEY, NODE_ENV: "development" };
+    delete env.CHANNELKIT_DB;
+    delete env.PORT;
+    const started = spawn(process.execPath, [bin, "serve", "--demo", "--db", db, "--port", "0"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    child = started;
+    const exited = new Promise<number | null>((resolve) => started.once("exit", (code) => resolve(code)));
+    let stderr = "";
+    started.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+
+    const lines: string[] = [];
+    const listening = new Promise<string>((resolve, reject) => {
+      const reader = createInterface({ input: started.stdout as NodeJS.ReadableStream });
+      reader.on("line", (line) => {
+        lines.push(line);
+        const match = /^listening on (http:\/\/\S+)$/.exec(line);
+        if (match) resolve(match[1] as string);
+      });
+      void exited.then((code) => reject(new Error(`channelkit serve exited with ${code}: ${stderr}`)));
+    });
+    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no "listening on" line: ${lines.join("\n")}\n${stderr}`)), 15_000).unref());
+    const url = await Promise.race([listening, timeout]);
+
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(url.endsWith(":0")).toBe(false);
+    const curl = /curl -s (\S+) -H 'Authorization: Bearer (svc_\w+)' -H 'Content-Type: application\/json' -d '(.+)'$/.exec(
+      lines.find((line) => line.includes("curl -s")) ?? "",
+    );
+    expect(curl, lines.join("\n")).not.toBeNull();
+    const [, endpoint, key, body] = curl as unknown as [string, string, string, string];
+    expect(endpoint).toBe(`${url}/public/v1/api/execute`);
+
+    const response = await fetch(endpoint, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body,
+    });
+    expect(response.status).toBe(200);
+    const document = (await response.json()) as { status: string; output: { messages: { role: string; content: string }[] } };
+    expect(document.status).toBe("success");
+    expect(document.output.messages).toEqual([{ role: "assistant", content: "Echo: Hello, channelkit!" }]);
+
+    // The streamed variant it prints works too.
+    const streamed = /curl -N (\S+) -H 'Authorization: Bearer (svc_\w+)' -H 'Content-Type: application\/json' -d '(.+)'$/.exec(
+      lines.find((line) => line.includes("curl -N")) ?? "",
+    );
+    expect(streamed).not.toBeNull();
+    const sse = await fetch(streamed?.[1] as string, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${streamed?.[2]}`, "Content-Type": "application/json" },
+      body: streamed?.[3] as string,
+    });
+    expect(sse.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const events = (await sse.text())
+      .split("\n\n")
+      .filter(Boolean)
+      .map((frame) => JSON.parse(frame.replace(/^data: /, "")) as { type: string; delta?: string });
+    expect(events[0]?.type).toBe("data-run");
+    expect(events.at(-1)?.type).toBe("finish");
+    expect(events.flatMap((e) => (e.type === "text-delta" ? [e.delta] : [])).join("")).toBe("Echo: Hello, channelkit!");
+
+    started.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+});

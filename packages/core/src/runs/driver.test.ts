@@ -1,0 +1,458 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type KyselyStorage, sqlite } from "@channelkit/kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { estimateTokens } from "../conversations/tokens.js";
+import { defineFlow, type Flow } from "../flows/define.js";
+import { handover, message, pause, setState, step, text } from "../flows/events.js";
+import { type ChannelService, createChannelService } from "../service.js";
+import type { ChannelRecord } from "../storage/types.js";
+import { driveRun, type TextPart } from "./driver.js";
+import type { RunOutcome } from "./outcome.js";
+
+const silent = { warn: () => undefined, error: () => undefined };
+
+/** Resolves when `signal` aborts, rejecting like a well-behaved async API would. */
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+const toolFlow = defineFlow({
+  name: "tools",
+  version: "3.1",
+  async *run() {
+    yield step("plan", "llm");
+    yield message("", { toolCalls: [{ id: "call_1", name: "lookup", arguments: { q: "answer" } }] });
+    yield step("lookup", "tool");
+    yield message('{"answer":42}', { role: "tool", toolCallId: "call_1" });
+    yield step("reply", "llm");
+    yield text("The answer ");
+    yield text("");
+    yield text("is 42.");
+    return { answer: 42 };
+  },
+});
+
+const twoTexts = defineFlow({
+  name: "two-texts",
+  async *run() {
+    yield text("before any step");
+    yield step("first", "a");
+    yield text("one");
+    yield step("second", "b");
+    yield text("two");
+    yield step("first", "a");
+    return null;
+  },
+});
+
+const failing = defineFlow({
+  name: "failing",
+  async *run() {
+    yield step("work", "worker");
+    yield text("Working on it");
+    throw new Error("boom");
+  },
+});
+
+const throwsString = defineFlow({
+  name: "throws-string",
+  async *run(): AsyncGenerator<never, unknown, void> {
+    throw "plain string";
+  },
+});
+
+const asking = defineFlow({
+  name: "asking",
+  async *run() {
+    yield step("ask", "question");
+    yield pause("What is your name?");
+    return { asked: true };
+  },
+});
+
+const handingOver = defineFlow({
+  name: "handing-over",
+  async *run() {
+    yield step("handover", "livechat");
+    yield handover("Connecting you to an agent");
+    return null;
+  },
+});
+
+const silentHandover = defineFlow({
+  name: "silent-handover",
+  async *run() {
+    yield handover();
+    return null;
+  },
+});
+
+interface Seen {
+  state: unknown;
+  isNew: boolean;
+  history: { role: string; content: string }[];
+  metadata: Record<string, unknown>;
+}
+const seen: Seen[] = [];
+const counter = defineFlow<{ count: number }>({
+  name: "counter",
+  async *run(ctx) {
+    seen.push({
+      state: ctx.state,
+      isNew: ctx.isNewConversation,
+      history: (await ctx.history()).map(({ role, content }) => ({ role, content })),
+      metadata: ctx.metadata,
+    });
+    yield step("count", "counter");
+    const count = (ctx.state?.count ?? 0) + 1;
+    yield setState({ count: -1 });
+    yield setState({ count });
+    yield text(`count ${count}`);
+    return { count };
+  },
+});
+
+const readOnly = defineFlow<{ count: number }>({
+  name: "read-only",
+  async *run(ctx) {
+    yield text(`still ${ctx.state?.count}`);
+    return ctx.state ?? null;
+  },
+});
+
+const cooperative = defineFlow({
+  name: "cooperative",
+  async *run(ctx) {
+    yield step("talk", "llm");
+    yield text("partial ");
+    yield text("answer");
+    await untilAborted(ctx.signal);
+    yield text(" never sent");
+    return "unreachable";
+  },
+});
+
+/** Resolved when the stubborn flow is suspended in its never-settling await. */
+let stuck: () => void = () => undefined;
+const stubborn = defineFlow({
+  name: "stubborn",
+  async *run() {
+    yield step("talk", "llm");
+    yield text("partial");
+    stuck();
+    // Ignores ctx.signal entirely and never settles.
+    await new Promise<never>(() => undefined);
+    return "unreachable";
+  },
+});
+
+const endless = defineFlow({
+  name: "endless",
+  async *run() {
+    yield step("spin", "loop");
+    for (let i = 0; ; i++) yield text(`${i} `);
+  },
+});
+
+const ALL: Flow<any>[] = [toolFlow, twoTexts, failing, throwsString, asking, handingOver, silentHandover, counter, readOnly, cooperative, stubborn, endless];
+
+let file: string;
+let storage: KyselyStorage;
+let service: ChannelService;
+let channel: ChannelRecord;
+
+beforeAll(async () => {
+  file = join(tmpdir(), `channelkit-driver-${randomUUID()}.db`);
+  storage = sqlite(file);
+  await storage.migrate();
+  service = await createChannelService({ storage, flows: ALL, secretKey: randomBytes(32).toString("hex"), logger: silent });
+  const { tenant } = await service.admin.createTenant({ name: "Driver tests" });
+  const created = await service.admin.createChannel({ tenantId: tenant.id, flow: "tools", environment: "staging" });
+  const found = await storage.findChannel(created.channel.id);
+  if (!found) throw new Error("channel not stored");
+  channel = found;
+});
+
+afterAll(async () => {
+  await service.close();
+  await Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${file}${suffix}`, { force: true })));
+});
+
+interface RunOptions {
+  conversationId?: string;
+  payload?: string;
+  metadata?: Record<string, unknown>;
+  signal?: AbortSignal;
+  /** Called with each part as it is produced, e.g. to abort mid-run. */
+  onPart?: (part: TextPart, index: number) => void;
+}
+
+async function run(flow: Flow<any>, options: RunOptions = {}) {
+  const runId = randomUUID();
+  const conversationId = options.conversationId ?? randomUUID();
+  const existing = options.conversationId ? await storage.findConversation(conversationId) : null;
+  const generator = driveRun({
+    flow,
+    channel,
+    runId,
+    conversationId,
+    existing,
+    payload: options.payload ?? "hello",
+    metadata: options.metadata ?? {},
+    signal: options.signal ?? new AbortController().signal,
+    storage,
+    estimateTokens,
+    historyLimit: 50,
+  });
+  const parts: TextPart[] = [];
+  let next: IteratorResult<TextPart, RunOutcome>;
+  while (!(next = await generator.next()).done) {
+    parts.push(next.value);
+    options.onPart?.(next.value, parts.length - 1);
+  }
+  const outcome = next.value;
+  const messages = await storage.listRecentMessages(conversationId, 1000);
+  const stored = await storage.findRun(runId);
+  const conversation = await storage.findConversation(conversationId);
+  return { runId, conversationId, parts, outcome, messages, stored, conversation };
+}
+
+function expectContiguous(turns: number[]) {
+  expect(turns).toEqual(turns.map((_, i) => i));
+}
+
+describe("driveRun: messages", () => {
+  it("stores the user message first, then each produced message with its step, node type and tool fields", async () => {
+    const { runId, outcome, messages, parts } = await run(toolFlow, { payload: "What is the answer?" });
+    expect(outcome.status).toBe("success");
+    expectContiguous(messages.map((m) => m.turnIndex));
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
+      ["user", "What is the answer?"],
+      ["assistant", ""],
+      ["tool", '{"answer":42}'],
+      ["assistant", "The answer is 42."],
+    ]);
+    const [user, call, tool, reply] = messages as [(typeof messages)[0], (typeof messages)[0], (typeof messages)[0], (typeof messages)[0]];
+    expect(user).toMatchObject({ origin: "agent", runId, stepId: null, nodeType: null, toolCalls: null, toolCallId: null, tokenCount: 5 });
+    expect(call).toMatchObject({ nodeType: "llm", toolCalls: [{ id: "call_1", name: "lookup", arguments: { q: "answer" } }], toolCallId: null });
+    expect(tool).toMatchObject({ nodeType: "tool", toolCallId: "call_1", toolCalls: null });
+    expect(reply).toMatchObject({ nodeType: "llm", toolCalls: null, tokenCount: Math.ceil("The answer is 42.".length / 4) });
+    for (const produced of [call, tool, reply]) {
+      expect(produced.runId).toBe(runId);
+      expect(produced.origin).toBe("agent");
+      expect(produced.stepId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(produced.livechatMessageId).toBeNull();
+      expect(produced.sender).toBeNull();
+    }
+    // Each step gets its own id.
+    expect(new Set([call.stepId, tool.stepId, reply.stepId]).size).toBe(3);
+
+    // The live parts: the tool-call message is a whole (empty) text, the reply is streamed.
+    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-end", "text-start", "text-delta", "text-delta", "text-end"]);
+    const replyId = parts[2]?.id;
+    expect(parts.slice(2).every((p) => p.id === replyId)).toBe(true);
+    expect(parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : []))).toEqual(["The answer ", "is 42."]);
+    expect(outcome.produced.map((m) => m.content)).toEqual(["", '{"answer":42}', "The answer is 42."]);
+  });
+
+  it("stores the run record: status, flow, result, execution order and times", async () => {
+    const { runId, conversationId, stored, outcome } = await run(toolFlow);
+    expect(stored).toMatchObject({
+      id: runId,
+      conversationId,
+      channelId: channel.id,
+      tenantId: channel.tenantId,
+      status: "success",
+      flowName: "tools",
+      flowVersion: "3.1",
+      result: { answer: 42 },
+      error: null,
+      executionOrder: ["plan", "lookup", "reply"],
+    });
+    expect(stored?.startedAt).toBe(outcome.startedAt.toISOString());
+    expect(stored?.completedAt).toBe(outcome.completedAt.toISOString());
+    expect(Date.parse(stored?.completedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(stored?.startedAt ?? ""));
+    expect(stored?.durationMs).toBe(outcome.completedAt.getTime() - outcome.startedAt.getTime());
+  });
+
+  it("closes the open text at each step, so each step's text is its own message", async () => {
+    const { messages, outcome, stored } = await run(twoTexts);
+    expect(messages.map((m) => [m.role, m.content, m.nodeType])).toEqual([
+      ["user", "hello", null],
+      ["assistant", "before any step", null],
+      ["assistant", "one", "a"],
+      ["assistant", "two", "b"],
+    ]);
+    expect(messages[1]?.stepId).toBeNull();
+    expect(outcome.executionOrder).toEqual(["first", "second", "first"]);
+    expect(stored?.result).toBeNull();
+  });
+
+  it("continues turn indexes across runs of one conversation", async () => {
+    const first = await run(toolFlow);
+    const second = await run(twoTexts, { conversationId: first.conversationId });
+    expect(second.messages).toHaveLength(8);
+    expectContiguous(second.messages.map((m) => m.turnIndex));
+    expect(second.messages[4]).toMatchObject({ role: "user", turnIndex: 4, runId: second.runId });
+    expect(second.conversation?.nextTurn).toBe(8);
+  });
+});
+
+describe("driveRun: outcomes", () => {
+  it("stores a flow that throws as error, with its message and the partial text", async () => {
+    const { outcome, stored, messages, parts } = await run(failing);
+    expect(outcome.status).toBe("error");
+    expect(outcome.error).toBe("boom");
+    expect(outcome.result).toBeNull();
+    expect(stored).toMatchObject({ status: "error", error: "boom", result: null, executionOrder: ["work"] });
+    expect(messages.map((m) => [m.role, m.content, m.nodeType])).toEqual([
+      ["user", "hello", null],
+      ["assistant", "Working on it", "worker"],
+    ]);
+    // The partial message is properly closed before the stream reports the error.
+    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-delta", "text-end"]);
+  });
+
+  it("reports a thrown non-Error as its string", async () => {
+    const { outcome, stored } = await run(throwsString);
+    expect(outcome.status).toBe("error");
+    expect(stored?.error).toBe("plain string");
+  });
+
+  it("stores a pause as pending with the question as the assistant message", async () => {
+    const { outcome, stored, messages, conversation, parts } = await run(asking);
+    expect(outcome.status).toBe("pending");
+    expect(outcome.livechatMode).toBeNull();
+    expect(stored).toMatchObject({ status: "pending", result: { asked: true } });
+    expect(messages.map((m) => [m.role, m.content, m.nodeType])).toEqual([
+      ["user", "hello", null],
+      ["assistant", "What is your name?", "question"],
+    ]);
+    expect(conversation?.mode).toBe("bot");
+    expect(parts.filter((p) => p.type === "text-delta").map((p) => p.type === "text-delta" && p.delta)).toEqual(["What is your name?"]);
+  });
+
+  it("stores a handover as pending and puts the conversation in livechat_waiting", async () => {
+    const { outcome, stored, messages, conversation } = await run(handingOver);
+    expect(outcome.status).toBe("pending");
+    expect(outcome.livechatMode).toBe("livechat_waiting");
+    expect(stored?.status).toBe("pending");
+    expect(conversation?.mode).toBe("livechat_waiting");
+    expect(messages.map((m) => m.content)).toEqual(["hello", "Connecting you to an agent"]);
+  });
+
+  it("hands over without a message when none is given", async () => {
+    const { outcome, messages, parts, conversation } = await run(silentHandover);
+    expect(outcome.status).toBe("pending");
+    expect(parts).toEqual([]);
+    expect(messages.map((m) => m.role)).toEqual(["user"]);
+    expect(conversation?.mode).toBe("livechat_waiting");
+  });
+});
+
+describe("driveRun: flow state and history", () => {
+  it("persists the last setState and hands it back on the next run, with the history", async () => {
+    seen.length = 0;
+    const first = await run(counter, { metadata: { plan: "pro" } });
+    expect(first.outcome.result).toEqual({ count: 1 });
+    expect(first.conversation?.flowState).toEqual({ count: 1 });
+
+    const second = await run(counter, { conversationId: first.conversationId, payload: "again" });
+    expect(second.outcome.result).toEqual({ count: 2 });
+    expect(second.conversation?.flowState).toEqual({ count: 2 });
+
+    expect(seen).toEqual([
+      { state: undefined, isNew: true, history: [], metadata: { plan: "pro" } },
+      {
+        state: { count: 1 },
+        isNew: false,
+        history: [
+          { role: "user", content: "hello" },
+          { role: "assistant", content: "count 1" },
+        ],
+        metadata: {},
+      },
+    ]);
+  });
+
+  it("keeps the stored state when a run does not set it", async () => {
+    const first = await run(counter);
+    const second = await run(readOnly, { conversationId: first.conversationId });
+    expect(second.outcome.result).toEqual({ count: 1 });
+    expect(second.conversation?.flowState).toEqual({ count: 1 });
+    expect(second.messages.at(-1)?.content).toBe("still 1");
+  });
+});
+
+describe("driveRun: cancellation", () => {
+  it("stores an aborted run as cancelled with the partial text, and stops the stream", async () => {
+    const controller = new AbortController();
+    const { outcome, stored, messages, parts } = await run(cooperative, {
+      signal: controller.signal,
+      onPart: (part) => {
+        if (part.type === "text-delta" && part.delta === "answer") controller.abort(new Error("client gone"));
+      },
+    });
+    expect(outcome.status).toBe("cancelled");
+    expect(outcome.result).toBeNull();
+    expect(stored).toMatchObject({ status: "cancelled", error: null, result: null, executionOrder: ["talk"] });
+    expect(messages.map((m) => [m.role, m.content, m.nodeType])).toEqual([
+      ["user", "hello", null],
+      ["assistant", "partial answer", "llm"],
+    ]);
+    expect(messages[1]?.stepId).not.toBeNull();
+    // No text-end and nothing after the abort.
+    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-delta", "text-delta"]);
+  });
+
+  it("cancels promptly a flow that ignores the signal and never settles", async () => {
+    const controller = new AbortController();
+    let abortedAt = 0;
+    // Abort only once the driver is waiting on the flow, not between two parts.
+    const suspended = new Promise<void>((resolve) => (stuck = resolve));
+    void suspended.then(() => {
+      abortedAt = performance.now();
+      controller.abort();
+    });
+    const running = run(stubborn, { signal: controller.signal });
+    const timeout = new Promise<"timeout">((resolve) => setTimeout(resolve, 5000, "timeout").unref());
+    const result = await Promise.race([running, timeout]);
+    if (result === "timeout") throw new Error("the driver waited for a flow that ignores the abort signal");
+    expect(abortedAt).toBeGreaterThan(0);
+    expect(performance.now() - abortedAt).toBeLessThan(1000);
+    expect(result.outcome.status).toBe("cancelled");
+    expect(result.stored?.status).toBe("cancelled");
+    expect(result.messages.map((m) => m.content)).toEqual(["hello", "partial"]);
+    expect(result.parts.map((p) => p.type)).toEqual(["text-start", "text-delta"]);
+  });
+
+  it("stops a flow that keeps yielding without awaiting anything", async () => {
+    const controller = new AbortController();
+    const { outcome, messages, parts } = await run(endless, {
+      signal: controller.signal,
+      onPart: (_part, index) => {
+        if (index === 3) controller.abort();
+      },
+    });
+    expect(outcome.status).toBe("cancelled");
+    expect(parts).toHaveLength(4);
+    expect(messages.map((m) => m.content)).toEqual(["hello", "0 1 2 "]);
+  });
+
+  it("stores a run whose signal is already aborted as cancelled, without running the flow", async () => {
+    seen.length = 0;
+    const { outcome, stored, messages, parts, conversation } = await run(counter, { signal: AbortSignal.abort() });
+    expect(outcome.status).toBe("cancelled");
+    expect(stored?.status).toBe("cancelled");
+    expect(parts).toEqual([]);
+    expect(messages.map((m) => m.role)).toEqual(["user"]);
+    expect(conversation?.flowState).toBeUndefined();
+    expect(seen).toEqual([]);
+  });
+});
