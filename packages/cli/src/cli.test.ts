@@ -411,6 +411,8 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
     [["admin-token"], "--tenant is required"],
     [["serve", "--port", "http"], "--port takes a port number"],
     [["serve", "--port", "70000"], "--port takes a port number"],
+    [["serve", "--port", ""], "--port takes a port number"],
+    [["serve", "--port=-1"], "--port takes a port number"],
   ])("%j", async (args, message) => {
     const result = await cli([...args, "--db", db]);
     expect(result.code).toBe(2);

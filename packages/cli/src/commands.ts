@@ -146,8 +146,9 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
 
 export async function serveCommand(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { port: { type: "string" }, host: { type: "string" }, demo: { type: "boolean" } });
-  const port = Number(values.port ?? io.env.PORT ?? 3000);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port takes a port number, not "${values.port}"`);
+  const rawPort = values.port ?? io.env.PORT ?? "3000";
+  const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
+  if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);
   const host = values.host ?? "127.0.0.1";
   const storage = await openStorage(resolveDb(values.db, io.env));
   const service = await createChannelService({

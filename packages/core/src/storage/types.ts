@@ -146,7 +146,7 @@ export interface CompleteRunInput {
   };
   /** Messages in order; they get the next contiguous turn indexes. */
   messages: NewMessage[];
-  /** New flow state, or `undefined` to keep the stored one. */
+  /** New flow state when the key is present (even as `undefined`, which clears it); omit the key to keep the stored one. */
   flowState?: unknown;
   /** New conversation mode, or `undefined` to keep the stored one. */
   mode?: ConversationMode;
