@@ -62,3 +62,11 @@ export function defineContractSuite(target: ContractTarget): void {
     });
   });
 }
+
+export {
+  POSTGRES_URL_ENV,
+  postgresTestUrl,
+  createTestDatabase,
+  describeWithPostgres,
+  type TestDatabase,
+} from "./postgres.js";
