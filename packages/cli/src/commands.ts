@@ -15,14 +15,19 @@ export interface Io {
 
 const ENVIRONMENTS = ["prod", "dev", "staging"] as const;
 
-async function withService<T>(db: string | undefined, io: Io, action: (service: ChannelService) => Promise<T>): Promise<T> {
+/** The service every command works through, on the database of `--db`. */
+async function openService(db: string | undefined, io: Io): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
-  const service = await createChannelService({
+  return createChannelService({
     storage,
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(m), error: (m, ...d) => io.err([m, ...d.map(String)].join(" ")) },
   });
+}
+
+async function withService<T>(db: string | undefined, io: Io, action: (service: ChannelService) => Promise<T>): Promise<T> {
+  const service = await openService(db, io);
   try {
     return await action(service);
   } finally {
@@ -150,13 +155,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);
   const host = values.host ?? "127.0.0.1";
-  const storage = await openStorage(resolveDb(values.db, io.env));
-  const service = await createChannelService({
-    storage,
-    flows: demoFlows,
-    secretKey: io.env.CHANNELKIT_SECRET_KEY,
-    logger: { warn: (m) => io.err(m), error: (m, ...d) => io.err([m, ...d.map(String)].join(" ")) },
-  });
+  const service = await openService(values.db, io);
   const server = await serve(service, { port, host });
   if (values.demo) await provisionDemo(service, server.url, io);
   io.out(`listening on ${server.url}`);
