@@ -1,18 +1,48 @@
-import { Kysely, PostgresDialect } from "kysely";
+import {
+  Kysely,
+  type PostgresCursor,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryResult,
+} from "kysely";
 import pg from "pg";
 import type { Database } from "./schema.js";
 import { KyselyStorage } from "./storage.js";
 
-/** Options of {@link postgres}. */
+/**
+ * Options of {@link postgres}. The timeouts bound how long a request can wait on the
+ * database: while it is unreachable, a request fails (`500 runtime_error`) after one of
+ * `connectionTimeoutMs` or `queryTimeoutMs` (their sum at worst, when every connection of the
+ * pool was busy), never hangs, and the pool recovers by itself when the database is back.
+ * They apply to the pool `postgres()` creates from a URL; a pool you pass keeps its own
+ * settings (`query_timeout`, `connectionTimeoutMillis`, `idle_in_transaction_session_timeout`).
+ */
 export interface PostgresOptions {
   /** Most connections the pool opens (default 10). Size it so instances × max stays under the server's `max_connections`. */
   poolSize?: number;
-  /** Longest a statement may run before the server cancels it, in ms (default 5000). */
+  /** Longest a statement may run before the server cancels it, in ms (default 5000). Lock waits count. */
   statementTimeoutMs?: number;
+  /**
+   * Longest the client waits for the answer to one statement, in ms (default
+   * `statementTimeoutMs + 1000`). This, not the statement timeout, bounds a request when the
+   * server cannot answer at all (network partition, TCP hang); the connection is then
+   * discarded. Keep it above `statementTimeoutMs` so the server's own cancellation wins
+   * whenever the server can still speak.
+   */
+  queryTimeoutMs?: number;
   /** Longest a request waits for a free connection or a new one, in ms (default 5000). */
   connectionTimeoutMs?: number;
   /** Idle connections are closed after this many ms (default 10000). */
   idleTimeoutMs?: number;
+  /**
+   * The server ends a session left idle inside a transaction for this long, in ms
+   * (default 10000). An instance that loses its link in the middle of storing a run cannot
+   * roll back itself; without this, the server could keep that transaction, and the
+   * conversation row it locks, until TCP notices the dead peer (hours by default).
+   * channelkit's transactions never idle: they send their statements back to back.
+   */
+  idleInTransactionTimeoutMs?: number;
 }
 
 /**
@@ -22,22 +52,85 @@ export interface PostgresOptions {
  */
 export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions = {}): KyselyStorage {
   const owned = typeof urlOrPool === "string";
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const pool =
     typeof urlOrPool === "string"
       ? new pg.Pool({
           connectionString: urlOrPool,
           max: options.poolSize ?? 10,
-          statement_timeout: options.statementTimeoutMs ?? 5000,
-          // Also bounds the wait when the server is unreachable and TCP hangs.
-          query_timeout: (options.statementTimeoutMs ?? 5000) + 1000,
+          statement_timeout: statementTimeoutMs,
+          query_timeout: options.queryTimeoutMs ?? statementTimeoutMs + 1000,
+          idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? 10_000,
           connectionTimeoutMillis: options.connectionTimeoutMs ?? 5000,
           idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
         })
       : urlOrPool;
   // An idle client losing its connection emits on the pool; unhandled, that would crash the process.
   pool.on("error", () => undefined);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guarded(pool) }) });
   return new KyselyStorage(db, async () => {
     if (owned) await db.destroy();
   });
+}
+
+/** Marks a client that already has an error listener. */
+const listening = new WeakSet<pg.PoolClient>();
+
+/**
+ * The pool as Kysely sees it, made safe against a database that goes away:
+ *
+ * - A checked-out client has no error listener of the pool's: a connection lost while a
+ *   query runs (or between two queries of a transaction) emits 'error' on the client, which
+ *   would crash the process. Every client gets a listener; the failed query still rejects.
+ * - A connection that failed other than by an error the server reported (reset, timeout of
+ *   an answer that never came) is in an unknown state: a timed-out query may still be
+ *   pending on it. It is marked broken: later queries on it (Kysely's ROLLBACK) fail at once
+ *   instead of queueing behind the lost one, and it is removed from the pool on release
+ *   instead of being handed to the next request.
+ */
+function guarded(pool: pg.Pool): PostgresPool {
+  return {
+    async connect() {
+      const client = await pool.connect();
+      if (!listening.has(client)) {
+        listening.add(client);
+        client.on("error", () => undefined);
+      }
+      return new GuardedClient(client);
+    },
+    end: () => pool.end(),
+  };
+}
+
+/** One checkout of a pool client; see {@link guarded}. */
+class GuardedClient implements PostgresPoolClient {
+  readonly #client: pg.PoolClient;
+  #broken: Error | undefined;
+
+  constructor(client: pg.PoolClient) {
+    this.#client = client;
+  }
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(sql: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    // The dialect is configured without a cursor class, so Kysely never passes a cursor.
+    if (typeof sql !== "string") throw new TypeError("channelkit: cursors are not supported");
+    return this.#run<R>(sql, parameters ?? []);
+  }
+
+  async #run<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+    if (this.#broken) throw new Error("channelkit: the database connection failed and is being discarded", { cause: this.#broken });
+    try {
+      return (await this.#client.query(sql, [...parameters])) as unknown as PostgresQueryResult<R>;
+    } catch (error) {
+      // Only an error the server reported proves that the connection is still in step.
+      if (!(error instanceof pg.DatabaseError)) this.#broken = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    }
+  }
+
+  release(): void {
+    this.#client.release(this.#broken);
+  }
 }
