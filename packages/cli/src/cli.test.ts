@@ -1,16 +1,13 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { existsSync, readdirSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { createSecretBox, hashApiKey } from "@channelkit/core";
 import { sqlite } from "@channelkit/kysely";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "./main.js";
+import { ensureBuilt, killAll, startServe } from "./test-process.js";
 
 const MASTER_KEY = randomBytes(32).toString("hex");
 const JWT_SECRET = "test-admin-jwt-secret-0123456789";
@@ -425,55 +422,13 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
 });
 
 describe("channelkit serve --demo (built binary, end to end)", () => {
-  const root = fileURLToPath(new URL("../../../", import.meta.url));
-  const bin = join(root, "packages/cli/dist/bin.js");
-  let child: ChildProcess | null = null;
-
-  /** True when a package's dist is missing or older than one of its sources. */
-  function stale(pkg: string): boolean {
-    const dist = join(root, "packages", pkg, "dist");
-    if (!existsSync(dist)) return true;
-    const built = Math.min(...readdirSync(dist).filter((f) => f.endsWith(".js")).map((f) => statSync(join(dist, f)).mtimeMs));
-    const src = join(root, "packages", pkg, "src");
-    const sources = readdirSync(src, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts"));
-    return sources.some((f) => statSync(join(src, f)).mtimeMs > built);
-  }
-
-  beforeAll(() => {
-    const packages = ["core", "kysely", "node", "cli"];
-    if (packages.some(stale)) {
-      // `npm test` builds first; a direct `vitest run` after a source change builds here.
-      execFileSync("npm", ["run", "build", ...packages.flatMap((p) => ["-w", `@channelkit/${p}`])], { cwd: root, stdio: "ignore" });
-    }
-  }, 120_000);
-
-  afterAll(() => {
-    if (child && child.exitCode === null) child.kill("SIGKILL");
-  });
+  beforeAll(() => ensureBuilt(), 120_000);
+  afterAll(() => killAll());
 
   it("prints a working curl command for a fresh database, on the real port of --port 0", async () => {
     const db = tempDb();
-    const env: NodeJS.ProcessEnv = { ...process.env, CHANNELKIT_SECRET_KEY: MASTER_KEY, NODE_ENV: "development" };
-    delete env.CHANNELKIT_DB;
-    delete env.PORT;
-    const started = spawn(process.execPath, [bin, "serve", "--demo", "--db", db, "--port", "0"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-    child = started;
-    const exited = new Promise<number | null>((resolve) => started.once("exit", (code) => resolve(code)));
-    let stderr = "";
-    started.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-
-    const lines: string[] = [];
-    const listening = new Promise<string>((resolve, reject) => {
-      const reader = createInterface({ input: started.stdout as NodeJS.ReadableStream });
-      reader.on("line", (line) => {
-        lines.push(line);
-        const match = /^listening on (http:\/\/\S+)$/.exec(line);
-        if (match) resolve(match[1] as string);
-      });
-      void exited.then((code) => reject(new Error(`channelkit serve exited with ${code}: ${stderr}`)));
-    });
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no "listening on" line: ${lines.join("\n")}\n${stderr}`)), 15_000).unref());
-    const url = await Promise.race([listening, timeout]);
+    const started = await startServe(["--demo", "--db", db, "--port", "0"], { CHANNELKIT_SECRET_KEY: MASTER_KEY, NODE_ENV: "development" });
+    const { url, lines, exited } = started;
 
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(url.endsWith(":0")).toBe(false);
@@ -513,7 +468,7 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
     expect(events.at(-1)?.type).toBe("finish");
     expect(events.flatMap((e) => (e.type === "text-delta" ? [e.delta] : [])).join("")).toBe("Echo: Hello, channelkit!");
 
-    started.kill("SIGTERM");
+    started.child.kill("SIGTERM");
     expect(await exited).toBe(0);
   });
 });

@@ -1,0 +1,277 @@
+/**
+ * Two `channelkit serve` processes on one database (a SQLite file, then a Postgres
+ * database): concurrent executes on one conversation split across both get contiguous turn
+ * indexes with nothing lost or duplicated, and a change made by a third process (the
+ * `channelkit` command) is refused by both servers on their very next request.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openStorage } from "@channelkit/kysely";
+import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
+
+const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
+
+interface CreatedChannel {
+  channel: { id: string };
+  api_key: string;
+}
+
+interface RunDocument {
+  run_id: string;
+  conversation_id: string;
+  status: string;
+  output: { messages: { role: string; content: string }[] } | null;
+}
+
+interface HistoryMessage {
+  origin: string;
+  role: string;
+  content: string;
+  turn_index: number;
+  run_id: string | null;
+}
+
+interface StreamEvent {
+  type: string;
+  delta?: string;
+  data?: { run_id: string; conversation_id: string };
+}
+
+function execute(server: ServeProcess, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${server.url}/public/v1/api/execute`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/** One run read to its end: the JSON document, or the SSE body with every event. */
+interface Ran {
+  status: number;
+  runId: string;
+  conversationId: string;
+  /** `success` for JSON; for a stream, `success` when it ended with `finish` and no `error`. */
+  outcome: string;
+  reply: string;
+}
+
+async function run(server: ServeProcess, key: string, body: { payload: string; conversation_id?: string; stream?: boolean }): Promise<Ran> {
+  const response = await execute(server, key, body);
+  if (response.status !== 200) return { status: response.status, runId: "", conversationId: "", outcome: await response.text(), reply: "" };
+  if (!body.stream) {
+    const document = (await response.json()) as RunDocument;
+    return {
+      status: 200,
+      runId: document.run_id,
+      conversationId: document.conversation_id,
+      outcome: document.status,
+      reply: (document.output?.messages ?? []).map((m) => m.content).join(""),
+    };
+  }
+  expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+  const events = (await response.text())
+    .split("\n\n")
+    .filter(Boolean)
+    .map((frame) => JSON.parse(frame.replace(/^data: /, "")) as StreamEvent);
+  const first = events[0];
+  const ended = events.at(-1)?.type === "finish" && !events.some((e) => e.type === "error");
+  return {
+    status: 200,
+    runId: first?.type === "data-run" ? (first.data?.run_id ?? "") : "",
+    conversationId: first?.type === "data-run" ? (first.data?.conversation_id ?? "") : "",
+    outcome: ended ? "success" : JSON.stringify(events),
+    reply: events.flatMap((e) => (e.type === "text-delta" ? [e.delta ?? ""] : [])).join(""),
+  };
+}
+
+/** Asserts the execute answered `status` with the envelope's `code`. */
+async function expectRefused(response: Response, status: number, code: string, where: string): Promise<void> {
+  const body = await response.text();
+  expect(response.status, `${where}: ${body}`).toBe(status);
+  expect((JSON.parse(body) as { error: { code: string } }).error.code, where).toBe(code);
+}
+
+/** Asserts the execute ran the echo flow. */
+async function expectAccepted(response: Response, where: string): Promise<void> {
+  const body = await response.text();
+  expect(response.status, `${where}: ${body}`).toBe(200);
+  expect((JSON.parse(body) as RunDocument).status, where).toBe("success");
+}
+
+/**
+ * The two-process suite on the database `open()` provides (a SQLite file path or a
+ * Postgres URL), removed by `drop()` once both servers are gone.
+ */
+function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) {
+  let db: string;
+  let drop: (() => Promise<void>) | undefined;
+  let tenantId: string;
+  let servers: ServeProcess[] = [];
+  /** One channel per test, made by the CLI before the tests run. */
+  let channels: Record<"turns" | "state" | "origins" | "rotate", CreatedChannel>;
+
+  const cli = <T = any>(...args: string[]) => runCliJson<T>([...args, "--db", db], ENV);
+  const createChannel = (...extra: string[]) => cli<CreatedChannel>("channel", "create", "--tenant", tenantId, "--flow", "echo", ...extra);
+
+  beforeAll(async () => {
+    await ensureBuilt();
+    ({ db, drop } = await open());
+    tenantId = (await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Multi")).tenant.id;
+    // Processes side by side (SQLite writers queue on the busy timeout); saves a second or two.
+    const [[turns, state, origins, rotate], started] = await Promise.all([
+      Promise.all([createChannel(), createChannel(), createChannel("--mode", "public", "--allowed-origin", "https://a.example"), createChannel()]),
+      Promise.all([0, 1].map(() => startServe(["--db", db, "--port", "0"], ENV))),
+    ]);
+    channels = { turns, state, origins, rotate };
+    servers = started;
+  }, 120_000);
+
+  afterAll(async () => {
+    // Runs even when beforeAll or a test failed: kills every process started, then drops the database.
+    await killAll();
+    await drop?.();
+  });
+
+  it("allocates turns 0..101 with no gap or duplicate for 50 concurrent executes split across both servers", async () => {
+    const { channel, api_key: key } = channels.turns;
+    const [a, b] = servers as [ServeProcess, ServeProcess];
+    expect(a.child.pid).not.toBe(b.child.pid);
+    expect(a.url).not.toBe(b.url);
+
+    // A new conversation exists in storage only once its first run ended: create it first.
+    const opening = await run(a, key, { payload: "opening message" });
+    expect(opening).toMatchObject({ status: 200, outcome: "success", reply: "Echo: opening message" });
+    const conversationId = opening.conversationId;
+
+    // 50 executes at once: i % 2 picks the server, (i >> 1) % 2 the mode, so each server gets both.
+    const sent = Array.from({ length: 50 }, (_, i) => ({
+      server: i % 2 === 0 ? a : b,
+      body: { payload: `message ${i} ${randomUUID()}`, conversation_id: conversationId, stream: (i >> 1) % 2 === 1 },
+    }));
+    const results = await Promise.all(sent.map(({ server, body }) => run(server, key, body)));
+
+    results.forEach((result, i) => {
+      const { body } = sent[i] as (typeof sent)[number];
+      expect(result, `execute ${i} (${body.stream ? "stream" : "json"})`).toMatchObject({
+        status: 200,
+        outcome: "success",
+        conversationId,
+        reply: `Echo: ${body.payload}`,
+      });
+    });
+    const runIds = [opening.runId, ...results.map((r) => r.runId)];
+    expect(new Set(runIds).size).toBe(51);
+
+    // Both servers show the same history: 102 messages, turn_index 0..101, grouped per run.
+    const histories = await Promise.all(
+      servers.map(async (server) => {
+        const response = await fetch(`${server.url}/public/v1/api/conversations/${conversationId}/messages?limit=200`, {
+          headers: { Authorization: `Bearer ${key}` },
+        });
+        expect(response.status).toBe(200);
+        return (await response.json()) as { total_messages: number; messages: HistoryMessage[] };
+      }),
+    );
+    expect(histories[1]).toEqual(histories[0]);
+    const { total_messages, messages } = histories[0] as { total_messages: number; messages: HistoryMessage[] };
+    expect(total_messages).toBe(102);
+    expect(messages.map((m) => m.turn_index)).toEqual(Array.from({ length: 102 }, (_, i) => i));
+
+    const payloads = ["opening message", ...sent.map((s) => s.body.payload)];
+    const seenPayloads: string[] = [];
+    const seenRuns: string[] = [];
+    for (let i = 0; i < messages.length; i += 2) {
+      const user = messages[i] as HistoryMessage;
+      const reply = messages[i + 1] as HistoryMessage;
+      expect(user, `turn ${i}`).toMatchObject({ origin: "agent", role: "user" });
+      expect(reply, `turn ${i + 1}`).toMatchObject({ origin: "agent", role: "assistant", content: `Echo: ${user.content}`, run_id: user.run_id });
+      seenPayloads.push(user.content);
+      seenRuns.push(user.run_id as string);
+    }
+    expect(seenPayloads.sort()).toEqual([...payloads].sort());
+    expect(seenRuns.sort()).toEqual([...runIds].sort());
+
+    // Storage holds exactly these 51 runs, all successful, and the counter went to 102.
+    const storage = openStorage(db);
+    try {
+      const runs = await storage.db.selectFrom("runs").select(["id", "status"]).where("conversation_id", "=", conversationId).execute();
+      expect(runs.map((r) => r.id).sort()).toEqual([...runIds].sort());
+      expect(runs.every((r) => r.status === "success")).toBe(true);
+      const conversation = await storage.db.selectFrom("conversations").select(["next_turn", "channel_id"]).where("id", "=", conversationId).executeTakeFirstOrThrow();
+      expect(Number(conversation.next_turn)).toBe(102);
+      expect(conversation.channel_id).toBe(channel.id);
+    } finally {
+      await storage.close();
+    }
+  }, 30_000);
+
+  describe("a change made by a third process is seen by both servers on their very next request", () => {
+    it("channel update --state inactive: 409 channel_inactive on both; --state active: both run again", async () => {
+      const { channel, api_key: key } = channels.state;
+      // Each server has just served the channel: anything it would cache is warm.
+      for (const [i, server] of servers.entries()) await expectAccepted(await execute(server, key, { payload: "before" }), `server ${i} before`);
+
+      await cli("channel", "update", channel.id, "--state", "inactive");
+      for (const [i, server] of servers.entries()) {
+        await expectRefused(await execute(server, key, { payload: "while inactive" }), 409, "channel_inactive", `server ${i} inactive`);
+      }
+
+      await cli("channel", "update", channel.id, "--state", "active");
+      for (const [i, server] of servers.entries()) await expectAccepted(await execute(server, key, { payload: "again" }), `server ${i} reactivated`);
+    });
+
+    it("channel update --allowed-origin: the replaced origin is 403 origin_not_allowed on both, the new one runs", async () => {
+      const { channel, api_key: key } = channels.origins;
+      expect(key.startsWith("svc_pub_")).toBe(true);
+      for (const [i, server] of servers.entries()) {
+        await expectAccepted(await execute(server, key, { payload: "from a" }, { Origin: "https://a.example" }), `server ${i} origin a before`);
+      }
+
+      await cli("channel", "update", channel.id, "--allowed-origin", "https://b.example");
+      for (const [i, server] of servers.entries()) {
+        await expectRefused(
+          await execute(server, key, { payload: "from a" }, { Origin: "https://a.example" }),
+          403,
+          "origin_not_allowed",
+          `server ${i} origin a after`,
+        );
+      }
+      for (const [i, server] of servers.entries()) {
+        await expectAccepted(await execute(server, key, { payload: "from b" }, { Origin: "https://b.example" }), `server ${i} origin b after`);
+      }
+    });
+
+    it("channel rotate-key: the old key is 401 invalid_api_key on both at once, the new key runs on both", async () => {
+      const { channel, api_key: oldKey } = channels.rotate;
+      for (const [i, server] of servers.entries()) await expectAccepted(await execute(server, oldKey, { payload: "old key" }), `server ${i} old key before`);
+
+      const { api_key: newKey } = await cli<{ api_key: string }>("channel", "rotate-key", channel.id);
+      expect(newKey).not.toBe(oldKey);
+      for (const [i, server] of servers.entries()) {
+        await expectRefused(await execute(server, oldKey, { payload: "old key" }), 401, "invalid_api_key", `server ${i} old key after`);
+      }
+      for (const [i, server] of servers.entries()) await expectAccepted(await execute(server, newKey, { payload: "new key" }), `server ${i} new key`);
+    });
+  });
+}
+
+describe("two channelkit serve processes on one SQLite file", () => {
+  twoServers(async () => {
+    const db = join(tmpdir(), `channelkit-multi-${randomUUID()}.db`);
+    return {
+      db,
+      drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined),
+    };
+  });
+});
+
+describeWithPostgres("two channelkit serve processes on one Postgres database", (serverUrl) => {
+  twoServers(async () => {
+    const database = await createTestDatabase(serverUrl);
+    return { db: database.url, drop: () => database.drop() };
+  });
+});
