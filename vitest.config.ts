@@ -10,11 +10,14 @@ export default defineConfig({
       "@channelkit/core": src("core"),
       "@channelkit/kysely": src("kysely"),
       "@channelkit/node": src("node"),
+      "@channelkit/express": src("express"),
+      "@channelkit/fastify": src("fastify"),
+      "@channelkit/hono": src("hono"),
       "@channelkit/testkit": src("testkit"),
     },
   },
   test: {
-    include: ["packages/*/src/**/*.test.ts", "examples/*/src/**/*.test.ts"],
+    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Two cores: more workers than that only adds contention to timing-sensitive stream tests.

@@ -1,4 +1,4 @@
-export { createChannelService, type ChannelService, type ChannelServiceOptions } from "./service.js";
+export { createChannelService, type ChannelService, type ChannelServiceOptions, type ServiceRoute } from "./service.js";
 export type { Logger, ServiceContext, RegisteredFlow } from "./context.js";
 export type { ChannelPlugin } from "./plugins.js";
 export type { Route, RouteParams } from "./http/router.js";

@@ -39,10 +39,24 @@ export interface ChannelServiceOptions {
   logger?: Logger;
 }
 
+/** One route a service answers: a method and a path pattern, `:name` segments for parameters. */
+export interface ServiceRoute {
+  /** Upper-case HTTP method, e.g. `POST` or `OPTIONS`. */
+  method: string;
+  /** Path pattern with the service's `basePath` in front, e.g. `/public/v1/api/conversations/:session_id/messages`. */
+  path: string;
+}
+
 /** A running channel service. */
 export interface ChannelService {
   /** Answers one request of the public contract. Every adapter calls this. */
   handler(request: Request): Promise<Response>;
+  /**
+   * Every route {@link handler} answers, plugins' routes included. Framework adapters
+   * register exactly these paths in the host app, so the host's other routes and its own
+   * 404 stay its own; the handler still routes each request itself.
+   */
+  readonly routes: readonly ServiceRoute[];
   /** Programmatic administration of tenants, channels, keys and signing secrets. */
   admin: ChannelAdmin;
   /**
@@ -96,12 +110,15 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     },
   };
 
-  const router = new Router<ServiceContext>();
-  for (const plugin of [apiChannel(), ...(options.plugins ?? [])]) {
-    for (const route of plugin.routes ?? []) router.add(route);
-  }
-
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
+  const router = new Router<ServiceContext>();
+  const routes: ServiceRoute[] = [];
+  for (const plugin of [apiChannel(), ...(options.plugins ?? [])]) {
+    for (const route of plugin.routes ?? []) {
+      router.add(route);
+      routes.push(Object.freeze({ method: route.method.toUpperCase(), path: basePath + route.path }));
+    }
+  }
 
   async function handler(request: Request): Promise<Response> {
     let response: Response;
@@ -119,6 +136,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
 
   return {
     handler,
+    routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
     async close() {
       shutdown.abort(new Error("channelkit service closed"));

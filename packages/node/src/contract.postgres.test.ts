@@ -1,12 +1,8 @@
-import { postgres } from "@channelkit/kysely";
-import { createTestDatabase, defineContractSuite, describeWithPostgres } from "@channelkit/testkit";
-import { nodeTarget } from "./contract-target.js";
+import { defineContractSuite, describeWithPostgres, postgresTestStore, serviceTarget } from "@channelkit/testkit";
+import { serve } from "./serve.js";
 
 describeWithPostgres("Postgres", (serverUrl) => {
   defineContractSuite(
-    nodeTarget("node:http + Postgres", async () => {
-      const database = await createTestDatabase(serverUrl);
-      return { storage: postgres(database.url), dispose: () => database.drop() };
-    }),
+    serviceTarget({ name: "node:http + Postgres", store: () => postgresTestStore(serverUrl), listen: (service) => serve(service, { port: 0 }) }),
   );
 });

@@ -1,13 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { sqlite } from "@channelkit/kysely";
-import { defineContractSuite } from "@channelkit/testkit";
-import { nodeTarget } from "./contract-target.js";
+import { defineContractSuite, serviceTarget, sqliteTestStore } from "@channelkit/testkit";
+import { serve } from "./serve.js";
 
-defineContractSuite(
-  nodeTarget("node:http + SQLite", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "channelkit-contract-"));
-    return { storage: sqlite(join(dir, "contract.db")), dispose: () => rm(dir, { recursive: true, force: true }) };
-  }),
-);
+defineContractSuite(serviceTarget({ name: "node:http + SQLite", store: sqliteTestStore, listen: (service) => serve(service, { port: 0 }) }));

@@ -1,4 +1,10 @@
-export { toNodeHandler, type NodeHandlerOptions, type WebHandler } from "./handler.js";
+export {
+  toNodeHandler,
+  handleNodeRequest,
+  type NodeHandlerOptions,
+  type NodeRequestOptions,
+  type WebHandler,
+} from "./handler.js";
 export { serve, type ServeOptions, type RunningServer } from "./serve.js";
-export { toWebRequest } from "./request.js";
+export { toWebRequest, type WebRequestOverrides } from "./request.js";
 export { writeWebResponse } from "./response.js";

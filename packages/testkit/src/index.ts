@@ -29,16 +29,11 @@ const SMALL_BODY_LIMIT = 2048;
  * `maxBodyBytes` for the configurable body limit.
  *
  * @example
- * defineContractSuite({
+ * defineContractSuite(serviceTarget({
  *   name: "node:http + SQLite",
- *   async start(options) {
- *     const storage = sqlite(file);
- *     await storage.migrate();
- *     const service = await createChannelService({ storage, flows: demoFlows, ...options });
- *     const server = await serve(service, { port: 0 });
- *     return { url: server.url, admin: service.admin, storage, close: async () => { await server.close(); await service.close(); } };
- *   },
- * });
+ *   store: sqliteTestStore,
+ *   listen: (service) => serve(service, { port: 0 }),
+ * }));
  */
 export function defineContractSuite(target: ContractTarget): void {
   describe(`channelkit contract: ${target.name}`, () => {
@@ -62,6 +57,10 @@ export function defineContractSuite(target: ContractTarget): void {
     });
   });
 }
+
+export { serviceTarget, listenOnFreePort, type ServiceTargetOptions, type TestStore, type ListeningServer } from "./target.js";
+export { sqliteTestStore, postgresTestStore } from "./stores.js";
+export { expectExactSignedBody, streamingProbe, UNUSUAL_SIGNED_BODY, type StreamingProbe } from "./adapter.js";
 
 export {
   POSTGRES_URL_ENV,

@@ -11,7 +11,11 @@ export interface ContractTargetOptions {
 
 /** A channel service listening on a real HTTP socket, as started by {@link ContractTarget.start}. */
 export interface RunningTarget {
-  /** Origin of the server, e.g. `http://127.0.0.1:43817`, without a trailing slash. */
+  /**
+   * Where the routes are served, without a trailing slash: the server's origin, e.g.
+   * `http://127.0.0.1:43817`, plus the prefix when the adapter mounts them under one, e.g.
+   * `http://127.0.0.1:43817/chat`. The suite appends the contract's paths to it.
+   */
   url: string;
   /** The service's admin API: the suite provisions tenants and channels with it. */
   admin: ChannelAdmin;

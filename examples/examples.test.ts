@@ -1,0 +1,139 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/*
+ * Each example as a user runs it: the database provisioned with the built `channelkit`
+ * command, the example started with its own `start` script on a free port, then the curl
+ * request of its README sent with fetch. Runs on the built packages (`npm run build`).
+ */
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const CLI = join(ROOT, "packages/cli/dist/bin.js");
+const SECRET_KEY = "4f".repeat(32);
+const run = promisify(execFile);
+
+/** Runs the built `channelkit` command on `db` and parses its JSON output. */
+async function channelkit(db: string, ...args: string[]): Promise<Record<string, any>> {
+  const { stdout } = await run(process.execPath, [CLI, ...args, "--db", db], { env: { ...process.env, CHANNELKIT_SECRET_KEY: SECRET_KEY } });
+  return JSON.parse(stdout) as Record<string, any>;
+}
+
+/** A tenant and an `echo` channel, as the examples' READMEs provision them; returns the key. */
+async function provision(db: string): Promise<string> {
+  const { tenant } = await channelkit(db, "tenant", "create", "--name", "Demo");
+  const created = await channelkit(db, "channel", "create", "--tenant", tenant.id, "--flow", "echo");
+  return created.api_key as string;
+}
+
+/** The curl request of an example's README: its path on the server and its body. */
+async function readmeRequest(example: string): Promise<{ path: string; body: string }> {
+  const readme = await readFile(join(ROOT, "examples", example, "README.md"), "utf8");
+  const line = readme.split("\n").find((candidate) => candidate.startsWith("curl -s http://127.0.0.1:3000/") && candidate.includes("/execute"));
+  const path = line?.match(/^curl -s http:\/\/127\.0\.0\.1:3000(\S+)/)?.[1];
+  const body = line?.match(/ -d '([^']*)'/)?.[1];
+  if (!path || !body) throw new Error(`examples/${example}/README.md has no execute curl line`);
+  return { path, body };
+}
+
+interface Started {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts an example with its package's `start` script and resolves once it prints where it listens. */
+async function start(example: string, db: string): Promise<Started> {
+  const cwd = join(ROOT, "examples", example);
+  const script = (JSON.parse(await readFile(join(cwd, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  const [command, ...args] = script.split(" ");
+  // `npm start` would put npm between the test and the server, and npm does not pass SIGTERM on.
+  const child = spawn(command === "node" ? process.execPath : (command as string), args, {
+    cwd,
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", CHANNELKIT_DB: db, CHANNELKIT_SECRET_KEY: SECRET_KEY, NODE_ENV: "development" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`examples/${example} did not print "listening on" in time:\n${output}`)), 15_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      const found = output.match(/listening on (http:\/\/\S+)/);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1] as string);
+      }
+    };
+    child.stdout.on("data", read);
+    child.stderr.on("data", read);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`examples/${example} exited with ${code}:\n${output}`));
+    });
+  });
+  return { url, stop: () => stop(child) };
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => child.kill("SIGKILL"), 5000);
+    child.once("exit", () => {
+      clearTimeout(force);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
+/** Provisions `db`, starts the example on it and checks the README's request answers `Echo: ...`. */
+async function checkExample(example: string, db: string): Promise<void> {
+  const key = await provision(db);
+  const { path, body } = await readmeRequest(example);
+  const server = await start(example, db);
+  try {
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const response = await fetch(server.url + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body,
+    });
+    const run = (await response.json()) as { status: string; output: { messages: { content: string }[] } };
+    expect(response.status, JSON.stringify(run)).toBe(200);
+    expect(run.status).toBe("success");
+    expect(run.output.messages[0]?.content).toBe(`Echo: ${(JSON.parse(body) as { payload: string }).payload}`);
+  } finally {
+    await server.stop();
+  }
+}
+
+describe("examples", () => {
+  let dir = "";
+  beforeAll(async () => {
+    if (!existsSync(CLI)) throw new Error("the examples run on the built packages: npm run build first");
+    dir = await mkdtemp(join(tmpdir(), "channelkit-examples-"));
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it.each(["node-http", "fastify", "hono"])("examples/%s on SQLite answers its README's request", async (example) => {
+    await checkExample(example, join(dir, `${example}.db`));
+  });
+
+  describeWithPostgres("on Postgres", (serverUrl) => {
+    it("examples/express-postgres answers its README's request", async () => {
+      const database = await createTestDatabase(serverUrl);
+      try {
+        await checkExample("express-postgres", database.url);
+      } finally {
+        await database.drop();
+      }
+    });
+  });
+});
