@@ -8,7 +8,7 @@ import type {
   Storage,
   TenantRecord,
 } from "@channelkit/core";
-import { type Kysely, sql, type Updateable } from "kysely";
+import type { Kysely, Updateable } from "kysely";
 import {
   channelToRow,
   keyToRow,
@@ -22,7 +22,8 @@ import {
   toJson,
 } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
-import type { ChannelsTable, Database } from "./schema.js";
+import { PreparedQueries, PreparedQuery } from "./prepared.js";
+import type { ChannelsTable, Database, MessagesTable, RunsTable } from "./schema.js";
 
 /**
  * The {@link Storage} of core on any Kysely dialect. Dialect differences stay in the
@@ -32,9 +33,12 @@ export class KyselyStorage implements Storage {
   readonly db: Kysely<Database>;
   readonly #onClose: () => Promise<void>;
 
+  readonly #queries: ReturnType<typeof requestPathQueries>;
+
   constructor(db: Kysely<Database>, onClose: () => Promise<void> = () => db.destroy()) {
     this.db = db;
     this.#onClose = onClose;
+    this.#queries = requestPathQueries(db);
   }
 
   migrate(): Promise<void> {
@@ -46,22 +50,7 @@ export class KyselyStorage implements Storage {
   }
 
   async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
-    const row = await this.db
-      .selectFrom("api_keys")
-      .innerJoin("channels", "channels.id", "api_keys.channel_id")
-      .selectAll("channels")
-      .select([
-        "api_keys.id as key_id",
-        "api_keys.hash as key_hash",
-        "api_keys.prefix as key_prefix",
-        "api_keys.environment as key_environment",
-        "api_keys.hint as key_hint",
-        "api_keys.created_at as key_created_at",
-        "api_keys.expires_at as key_expires_at",
-        "api_keys.revoked_at as key_revoked_at",
-      ])
-      .where("api_keys.hash", "=", hash)
-      .executeTakeFirst();
+    const row = (await this.db.executeQuery(this.#queries.keyByHash.bind([hash]))).rows[0];
     if (!row) return null;
     const key: ApiKeyRecord = {
       id: row.key_id,
@@ -79,57 +68,43 @@ export class KyselyStorage implements Storage {
   }
 
   async findConversation(id: string) {
-    const row = await this.db.selectFrom("conversations").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = (await this.db.executeQuery(this.#queries.conversation.bind([id]))).rows[0];
     return row ? rowToConversation(row) : null;
   }
 
   async listRecentMessages(conversationId: string, limit: number): Promise<MessageRecord[]> {
-    const rows = await this.db
-      .selectFrom("messages")
-      .selectAll()
-      .where("conversation_id", "=", conversationId)
-      .orderBy("turn_index", "desc")
-      .limit(limit)
-      .execute();
+    const { rows } = await this.db.executeQuery(this.#queries.recentMessages.bind([conversationId, limit]));
     return rows.reverse().map(rowToMessage);
   }
 
   async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
     const { conversation, messages, run } = input;
     const count = messages.length;
+    const hasFlowState = "flowState" in input;
+    const queries = this.#queries;
     return this.db.transaction().execute(async (trx) => {
-      // Writing first takes the write lock at once (SQLite) or the row lock (Postgres), so
-      // concurrent runs on one conversation queue here instead of racing for turn indexes.
-      await trx
-        .insertInto("conversations")
-        .values({
-          id: conversation.id,
-          tenant_id: conversation.tenantId,
-          channel_id: conversation.channelId,
-          mode: "bot",
-          flow_state: null,
-          next_turn: 0,
-          livechat_conversation_id: null,
-          created_at: run.startedAt,
-          updated_at: run.startedAt,
-        })
-        .onConflict((oc) => oc.column("id").doNothing())
-        .execute();
-      const allocated = await trx
-        .updateTable("conversations")
-        .set({
-          next_turn: sql<number>`next_turn + ${count}`,
-          updated_at: run.completedAt,
-          ...("flowState" in input ? { flow_state: toJson(input.flowState) } : {}),
-          ...(input.mode ? { mode: input.mode } : {}),
-        })
-        .where("id", "=", conversation.id)
-        .returning("next_turn")
-        .executeTakeFirstOrThrow();
-      const first = Number(allocated.next_turn) - count;
+      // One statement creates the conversation or moves its counter, and writes first: it
+      // takes the write lock (SQLite) or the row lock (Postgres) at once, so concurrent runs
+      // on one conversation queue here and get consecutive ranges of turn indexes.
+      const allocate = queries.allocateTurns.get(`${hasFlowState}:${input.mode !== undefined}`);
+      const allocated = await trx.executeQuery(
+        allocate.bind([
+          conversation.id,
+          conversation.tenantId,
+          conversation.channelId,
+          input.mode ?? "bot",
+          hasFlowState ? toJson(input.flowState) : null,
+          count,
+          run.startedAt,
+          run.completedAt,
+        ]),
+      );
+      const first = Number(allocated.rows[0]?.next_turn) - count;
+      if (!Number.isSafeInteger(first)) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
       const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
-      if (rows.length > 0) await trx.insertInto("messages").values(rows).execute();
-      await trx.insertInto("runs").values(runToRow(run)).execute();
+      if (rows.length > 0) await trx.executeQuery(queries.insertMessages.get(rows.length).bind(rows.flatMap(messageValues)));
+      const runRow = runToRow(run);
+      await trx.executeQuery(queries.insertRun.bind(RUN_COLUMNS.map((column) => runRow[column])));
       return rows.map(rowToMessage);
     });
   }
@@ -187,6 +162,81 @@ export class KyselyStorage implements Storage {
       await trx.updateTable("channels").set({ api_key_hint: key.hint, updated_at: revokedAt }).where("id", "=", channelId).execute();
     });
   }
+}
+
+const MESSAGE_COLUMNS = [
+  "conversation_id", "turn_index", "origin", "role", "content", "timestamp", "token_count", "run_id", "step_id",
+  "node_type", "tool_calls", "tool_call_id", "livechat_message_id", "sender",
+] as const satisfies readonly (keyof MessagesTable)[];
+
+const RUN_COLUMNS = [
+  "id", "conversation_id", "channel_id", "tenant_id", "status", "flow_name", "flow_version", "result", "error",
+  "execution_order", "started_at", "completed_at", "duration_ms",
+] as const satisfies readonly (keyof RunsTable)[];
+
+function messageValues(row: MessagesTable): unknown[] {
+  return MESSAGE_COLUMNS.map((column) => row[column]);
+}
+
+/** A row of placeholders, one per column, numbered from `offset`. */
+function placeholderRow<Column extends string>(columns: readonly Column[], $: (index: number) => never, offset = 0): Record<Column, never> {
+  return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
+}
+
+/**
+ * The statements of the request path, compiled once per storage (see {@link PreparedQuery}):
+ * the key lookup, the conversation, the recent messages, and the writes of a finished run.
+ */
+function requestPathQueries(db: Kysely<Database>) {
+  return {
+    keyByHash: new PreparedQuery(1, ($) =>
+      db
+        .selectFrom("api_keys")
+        .innerJoin("channels", "channels.id", "api_keys.channel_id")
+        .selectAll("channels")
+        .select([
+          "api_keys.id as key_id",
+          "api_keys.hash as key_hash",
+          "api_keys.prefix as key_prefix",
+          "api_keys.environment as key_environment",
+          "api_keys.hint as key_hint",
+          "api_keys.created_at as key_created_at",
+          "api_keys.expires_at as key_expires_at",
+          "api_keys.revoked_at as key_revoked_at",
+        ])
+        .where("api_keys.hash", "=", $(0)),
+    ),
+    conversation: new PreparedQuery(1, ($) => db.selectFrom("conversations").selectAll().where("id", "=", $(0))),
+    recentMessages: new PreparedQuery(2, ($) =>
+      db.selectFrom("messages").selectAll().where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1))),
+    // Keyed by which of flow state and mode the run sets: a value left out keeps the stored one.
+    allocateTurns: new PreparedQueries((key: string) => {
+      const [setsFlowState, setsMode] = key.split(":").map((flag) => flag === "true");
+      return new PreparedQuery(8, ($) =>
+        db
+          .insertInto("conversations")
+          .values({
+            id: $(0), tenant_id: $(1), channel_id: $(2), mode: $(3), flow_state: $(4), next_turn: $(5),
+            livechat_conversation_id: null, created_at: $(6), updated_at: $(7),
+          })
+          .onConflict((oc) =>
+            oc.column("id").doUpdateSet((eb) => ({
+              next_turn: eb("conversations.next_turn", "+", eb.ref("excluded.next_turn")),
+              updated_at: eb.ref("excluded.updated_at"),
+              ...(setsFlowState ? { flow_state: eb.ref("excluded.flow_state") } : {}),
+              ...(setsMode ? { mode: eb.ref("excluded.mode") } : {}),
+            })),
+          )
+          .returning("next_turn"),
+      );
+    }),
+    insertMessages: new PreparedQueries((count: number) =>
+      new PreparedQuery(count * MESSAGE_COLUMNS.length, ($) =>
+        db.insertInto("messages").values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, row * MESSAGE_COLUMNS.length))),
+      ),
+    ),
+    insertRun: new PreparedQuery(RUN_COLUMNS.length, ($) => db.insertInto("runs").values(placeholderRow(RUN_COLUMNS, $))),
+  };
 }
 
 function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {

@@ -1,5 +1,9 @@
 import type { ServerResponse } from "node:http";
 
+const NOT_YET = Symbol("not yet");
+/** Settled already: a race against it tells whether a read has its chunk now. */
+const SETTLED = Promise.resolve(NOT_YET);
+
 /**
  * Writes a Web Response to a Node response as it is produced: no buffering, and the next
  * chunk is read only once the socket took the previous one (back-pressure).
@@ -18,17 +22,30 @@ export async function writeWebResponse(res: ServerResponse, response: Response):
     res.end();
     return;
   }
-  // Streams flush every event at once; small JSON bodies are sent whole.
-  if (headers["content-type"]?.toString().startsWith("text/event-stream")) res.flushHeaders();
   const reader = response.body.getReader();
   const cancel = () => void reader.cancel().catch(() => undefined);
   res.once("close", cancel);
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
+    let next = reader.read();
+    const eventStream = headers["content-type"]?.toString().startsWith("text/event-stream") === true;
+    // A stream's status line goes out at once, so that the client sees it before the first
+    // event; when that event is already there (the UI stream's `data-run`), both leave in
+    // one packet instead. Small JSON bodies are sent whole, with their headers.
+    if (eventStream && (await Promise.race([next, SETTLED])) === NOT_YET) res.flushHeaders();
+    let first = eventStream;
+    for (;; next = reader.read()) {
+      const { done, value } = await next;
       if (done) break;
       if (res.destroyed) return;
-      if (!res.write(value)) {
+      const flowing = res.write(value);
+      if (first) {
+        first = false;
+        // node:http holds writes until the end of the tick to send them together; the first
+        // event must not wait for the work that follows it in the same tick (a run that never
+        // awaits, up to its stored end), so it is sent now.
+        if (res.socket?.writableCorked) res.socket.uncork();
+      }
+      if (!flowing) {
         await new Promise<void>((resolve) => {
           const settle = () => {
             res.off("drain", settle);

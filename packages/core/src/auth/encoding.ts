@@ -1,3 +1,5 @@
+import { nativeCrypto } from "./native-crypto.js";
+
 const encoder = new TextEncoder();
 
 /** UTF-8 bytes of a string. */
@@ -47,7 +49,13 @@ export function timingSafeEqual(a: string, b: string): boolean {
   return diff === 0;
 }
 
-/** SHA-256 of a string's UTF-8 bytes, as lowercase hex. */
+/** SHA-256 of a string's UTF-8 bytes, as lowercase hex (node:crypto where available, else Web Crypto). */
 export async function sha256Hex(value: string): Promise<string> {
+  if (nativeCrypto) return nativeCrypto.createHash("sha256").update(utf8(value)).digest("hex");
+  return webSha256Hex(value);
+}
+
+/** {@link sha256Hex} on Web Crypto only. */
+export async function webSha256Hex(value: string): Promise<string> {
   return toHex(await crypto.subtle.digest("SHA-256", utf8(value)));
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { createSecretBox, DEVELOPMENT_MASTER_KEY } from "./secret-box.js";
+import { nativeCrypto } from "./native-crypto.js";
+import { createSecretBox, DEVELOPMENT_MASTER_KEY, secretBoxWith } from "./secret-box.js";
 
 const MASTER = randomBytes(32).toString("hex");
 const OTHER = randomBytes(32).toString("hex");
@@ -71,5 +72,35 @@ describe("createSecretBox", () => {
   it("accepts the development master key", async () => {
     const box = createSecretBox(DEVELOPMENT_MASTER_KEY);
     expect(await box.decrypt(await box.encrypt(SECRET))).toBe(SECRET);
+  });
+});
+
+describe("secretBoxWith: node:crypto and Web Crypto agree", () => {
+  it("runs on node:crypto here, as on any Node 20.16 or later", () => {
+    expect(nativeCrypto).toBeDefined();
+  });
+
+  it("opens with either path what either path sealed, and refuses the same tampered values", async () => {
+    const web = secretBoxWith(MASTER, undefined);
+    const native = secretBoxWith(MASTER, nativeCrypto);
+    for (const plain of [SECRET, "clé secrète 🔑", ""]) {
+      expect(await native.decrypt(await web.encrypt(plain))).toBe(plain);
+      expect(await web.decrypt(await native.encrypt(plain))).toBe(plain);
+    }
+    const sealed = await web.encrypt(SECRET);
+    const [version, iv, data] = sealed.split(":") as [string, string, string];
+    const tampered = Buffer.from(data, "base64url");
+    tampered[tampered.length - 1] = (tampered[tampered.length - 1] as number) ^ 1;
+    for (const value of [
+      `${version}:${iv}:${tampered.toString("base64url")}`,
+      `${version}:${iv}:${data.slice(0, 20)}`,
+      "v1:AAAA:AAAA",
+      "v1:!!!:???",
+      "v1::AAAAAAAAAAAAAAAAAAAAAAAA",
+    ]) {
+      expect(await web.decrypt(value)).toBeNull();
+      expect(await native.decrypt(value)).toBeNull();
+    }
+    expect(await secretBoxWith(OTHER, nativeCrypto).decrypt(sealed)).toBeNull();
   });
 });

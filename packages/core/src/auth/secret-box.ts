@@ -1,4 +1,5 @@
 import { fromBase64Url, fromHex, toBase64Url, utf8 } from "./encoding.js";
+import { type NativeCrypto, nativeCrypto } from "./native-crypto.js";
 
 /** Encrypts and decrypts signing secrets at rest with AES-256-GCM under a master key. */
 export interface SecretBox {
@@ -9,11 +10,20 @@ export interface SecretBox {
 
 const VERSION = "v1";
 
+/** Bytes of the GCM authentication tag that Web Crypto appends to the ciphertext. */
+const TAG_BYTES = 16;
+
 /**
  * A {@link SecretBox} keyed by a 32-byte master key written as 64 hex characters
- * (`openssl rand -hex 32`).
+ * (`openssl rand -hex 32`). Signing secrets are opened on every signed request, so `decrypt`
+ * uses node:crypto where available (synchronous, same AES-256-GCM) and Web Crypto elsewhere.
  */
 export function createSecretBox(masterKeyHex: string): SecretBox {
+  return secretBoxWith(masterKeyHex, nativeCrypto);
+}
+
+/** {@link createSecretBox} with node:crypto or, when `native` is undefined, Web Crypto only. */
+export function secretBoxWith(masterKeyHex: string, native: NativeCrypto | undefined): SecretBox {
   const raw = fromHex(masterKeyHex.trim());
   if (!raw || raw.length !== 32) {
     throw new TypeError("The master key (CHANNELKIT_SECRET_KEY) must be 32 bytes written as 64 hexadecimal characters.");
@@ -28,6 +38,22 @@ export function createSecretBox(masterKeyHex: string): SecretBox {
     async decrypt(sealed) {
       const [version, iv, data] = sealed.split(":");
       if (version !== VERSION || !iv || !data) return null;
+      if (native) {
+        try {
+          const bytes = fromBase64Url(data);
+          if (bytes.length < TAG_BYTES) return null;
+          const decipher = native.createDecipheriv("aes-256-gcm", raw, fromBase64Url(iv));
+          decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+          const head = decipher.update(bytes.subarray(0, bytes.length - TAG_BYTES));
+          const tail = decipher.final();
+          const plain = new Uint8Array(head.length + tail.length);
+          plain.set(head, 0);
+          plain.set(tail, head.length);
+          return new TextDecoder().decode(plain);
+        } catch {
+          return null;
+        }
+      }
       try {
         const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64Url(iv) }, await key, fromBase64Url(data));
         return new TextDecoder().decode(plain);

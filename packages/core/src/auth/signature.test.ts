@@ -3,7 +3,7 @@ import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
 import { ServiceError } from "../http/errors.js";
 import { utf8 } from "./encoding.js";
-import { computeSignature, parseSignatureHeader, SIGNATURE_TOLERANCE_SECONDS, signRequestBody, verifySignature } from "./signature.js";
+import { computeSignature, webComputeSignature, parseSignatureHeader, SIGNATURE_TOLERANCE_SECONDS, signRequestBody, verifySignature } from "./signature.js";
 
 const SECRET = "svc_sig_testsecret";
 const NOW = 1_700_000_000;
@@ -94,6 +94,12 @@ describe("computeSignature", () => {
     const body = new Uint8Array([0x7b, 0xff, 0x00, 0xc3, 0x28, 0x7d]); // not valid UTF-8 on purpose
     expect(await computeSignature(SECRET, String(NOW), body)).toBe(reference(SECRET, NOW, body));
     expect(await computeSignature("clé-ü", String(NOW), utf8(BODY))).toBe(reference("clé-ü", NOW, BODY));
+  });
+
+  it("gives the same digest on Web Crypto, the path of runtimes without node:crypto", async () => {
+    const body = new Uint8Array([0x7b, 0xff, 0x00, 0xc3, 0x28, 0x7d]);
+    expect(await webComputeSignature(SECRET, String(NOW), body)).toBe(reference(SECRET, NOW, body));
+    expect(await webComputeSignature("clé-ü", String(NOW), utf8(BODY))).toBe(reference("clé-ü", NOW, BODY));
   });
 });
 

@@ -1,5 +1,6 @@
 import { ServiceError } from "../http/errors.js";
 import { timingSafeEqual, toHex, utf8 } from "./encoding.js";
+import { nativeCrypto } from "./native-crypto.js";
 
 /** Seconds either side of now that a signature timestamp may be. */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -30,8 +31,17 @@ export function parseSignatureHeader(header: string): ParsedSignature | null {
   return { timestamp, signatures };
 }
 
-/** Lowercase hex HMAC-SHA256 of `<timestamp>.<body>` keyed with the secret's UTF-8 bytes. */
+/**
+ * Lowercase hex HMAC-SHA256 of `<timestamp>.<body>` keyed with the secret's UTF-8 bytes
+ * (node:crypto where available, else Web Crypto).
+ */
 export async function computeSignature(secret: string, timestamp: string, body: Uint8Array): Promise<string> {
+  if (nativeCrypto) return nativeCrypto.createHmac("sha256", utf8(secret)).update(utf8(`${timestamp}.`)).update(body).digest("hex");
+  return webComputeSignature(secret, timestamp, body);
+}
+
+/** {@link computeSignature} on Web Crypto only. */
+export async function webComputeSignature(secret: string, timestamp: string, body: Uint8Array): Promise<string> {
   const key = await crypto.subtle.importKey("raw", utf8(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const prefix = utf8(`${timestamp}.`);
   const signed = new Uint8Array(prefix.length + body.length);

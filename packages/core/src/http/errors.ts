@@ -54,7 +54,17 @@ export class ServiceError extends Error {
     message?: string,
     options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> },
   ) {
-    super(message ?? ERROR_CODES[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+    // An expected refusal is a value, not a fault: capturing its stack trace was a twentieth
+    // of the cost of a rejected request. A failure of the service keeps its own stack in `cause`.
+    // `stackTraceLimit` is V8's; elsewhere setting it is harmless.
+    const v8 = Error as { stackTraceLimit?: number };
+    const stackTraceLimit = v8.stackTraceLimit;
+    v8.stackTraceLimit = 0;
+    try {
+      super(message ?? ERROR_CODES[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+    } finally {
+      v8.stackTraceLimit = stackTraceLimit;
+    }
     this.name = "ServiceError";
     this.code = code;
     this.status = ERROR_CODES[code].status;

@@ -1,10 +1,16 @@
+import { utf8 } from "../auth/encoding.js";
 import { ERROR_CODES, type ErrorCode, ServiceError } from "./errors.js";
 
-const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" } as const;
-
-/** A JSON response. */
+/**
+ * A JSON response. Its length is known, and said (`content-length`), so that an adapter can
+ * send it in one write instead of chunked.
+ */
 export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
-  const response = new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+  const bytes = utf8(JSON.stringify(body));
+  const response = new Response(bytes, {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", "content-length": String(bytes.byteLength) },
+  });
   if (headers) for (const [name, value] of new Headers(headers)) response.headers.set(name, value);
   return response;
 }

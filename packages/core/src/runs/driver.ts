@@ -83,14 +83,24 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   };
 
   const iterator = flow.run(ctx)[Symbol.asyncIterator]();
-  const aborted = abortPromise(signal);
+  // Each wait for the flow's next event also ends when the signal aborts, so that a flow that
+  // ignores its signal is not waited for. One listener for the whole run, rather than a race
+  // against an abort promise per event, which would keep one reaction per event until the run
+  // ends (memory growing with the length of a stream).
+  let wake: ((value: typeof ABORTED) => void) | null = null;
+  const onAbort = () => wake?.(ABORTED);
+  signal.addEventListener("abort", onAbort);
   try {
     for (;;) {
       if (signal.aborted) {
         status = "cancelled";
         break;
       }
-      const step = await Promise.race([iterator.next(), aborted]);
+      const step = await new Promise<IteratorResult<FlowEvent, unknown> | typeof ABORTED>((resolve, reject) => {
+        wake = resolve;
+        iterator.next().then(resolve, reject);
+      });
+      wake = null;
       if (step === ABORTED) {
         status = "cancelled";
         break;
@@ -150,6 +160,9 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
       status = "error";
       error = thrown instanceof Error ? thrown.message : String(thrown);
     }
+  } finally {
+    wake = null;
+    signal.removeEventListener("abort", onAbort);
   }
   if (status === "cancelled") {
     // The flow may be suspended inside its own await; it is told through ctx.signal.
@@ -226,13 +239,6 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
 }
 
 const ABORTED = Symbol("aborted");
-
-function abortPromise(signal: AbortSignal): Promise<typeof ABORTED> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve(ABORTED);
-    else signal.addEventListener("abort", () => resolve(ABORTED), { once: true });
-  });
-}
 
 async function loadHistory(input: RunInput, limit: number): Promise<FlowHistoryMessage[]> {
   if (input.existing === null) return [];

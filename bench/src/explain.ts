@@ -1,0 +1,83 @@
+/**
+ * The query plans of the statements channelkit runs on the request path, captured from the
+ * storage itself (a Kysely logger records the SQL it sends) and explained on the seeded
+ * database. A plan that scans a table or sorts is flagged.
+ */
+import { KyselyStorage } from "@channelkit/kysely";
+import type { Database } from "@channelkit/kysely";
+import BetterSqlite3 from "better-sqlite3";
+import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import pg from "pg";
+import type { Seed } from "./seed.js";
+import type { StoreKind } from "./shared.js";
+import { hashApiKey } from "@channelkit/core";
+
+export interface QueryPlan {
+  operation: string;
+  sql: string;
+  plan: string[];
+  /** True when the plan reads a whole table or index, or sorts. */
+  scans: boolean;
+}
+
+function badLine(store: StoreKind, line: string): boolean {
+  if (store === "sqlite") return /^\s*(SCAN\b|USE TEMP B-TREE)/.test(line.replace(/^[-|` ]+/, ""));
+  return /Seq Scan|\bSort\b/.test(line);
+}
+
+export async function explainRequestPath(store: StoreKind, location: string, seed: Seed): Promise<QueryPlan[]> {
+  const captured: { operation: string; query: CompiledQuery }[] = [];
+  let operation = "";
+  const sqlite = store === "sqlite" ? new BetterSqlite3(location) : null;
+  const pool = store === "postgres" ? new pg.Pool({ connectionString: location, max: 1 }) : null;
+  const dialect = sqlite ? new SqliteDialect({ database: sqlite }) : new PostgresDialect({ pool: pool as pg.Pool });
+  const db = new Kysely<Database>({
+    dialect,
+    log(event) {
+      if (event.level === "query") captured.push({ operation, query: event.query });
+    },
+  });
+  const storage = new KyselyStorage(db);
+  try {
+    operation = "authenticate: findKeyByHash";
+    await storage.findKeyByHash(await hashApiKey(seed.echoKey));
+    operation = "history: findConversation";
+    await storage.findConversation(seed.conversation10k);
+    operation = "history: listRecentMessages (10,000 messages, limit 50)";
+    await storage.listRecentMessages(seed.conversation10k, 50);
+    operation = "";
+    const found = await storage.findKeyByHash(await hashApiKey(seed.echoKey));
+    if (!found) throw new Error("bench: the echo key is missing");
+    operation = "execute: completeRun";
+    const at = new Date().toISOString();
+    const conversationId = crypto.randomUUID();
+    const runId = crypto.randomUUID();
+    await storage.completeRun({
+      run: {
+        id: runId, conversationId, channelId: found.channel.id, tenantId: found.channel.tenantId, status: "success", flowName: "echo",
+        flowVersion: "1", result: null, error: null, executionOrder: ["echo"], startedAt: at, completedAt: at, durationMs: 0,
+      },
+      conversation: { id: conversationId, tenantId: found.channel.tenantId, channelId: found.channel.id },
+      messages: [
+        { origin: "agent", role: "user", content: "plan", timestamp: at, tokenCount: 1, runId, stepId: null, nodeType: null, toolCalls: null, toolCallId: null, livechatMessageId: null, sender: null },
+      ],
+    });
+
+    const plans: QueryPlan[] = [];
+    for (const { operation: op, query } of captured) {
+      if (op === "" || !/^\s*(select|insert|update|delete)/i.test(query.sql)) continue;
+      let plan: string[];
+      if (sqlite) {
+        const rows = sqlite.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...(query.parameters as unknown[])) as { detail: string }[];
+        plan = rows.map((row) => row.detail);
+      } else {
+        const result = await (pool as pg.Pool).query<{ "QUERY PLAN": string }>(`EXPLAIN ${query.sql}`, query.parameters as unknown[]);
+        plan = result.rows.map((row) => row["QUERY PLAN"]);
+      }
+      plans.push({ operation: op, sql: query.sql, plan, scans: plan.some((line) => badLine(store, line)) });
+    }
+    return plans;
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,383 @@
+/**
+ * `npm run bench [-- options]`: channelkit against a hand-written baseline on node:http,
+ * on SQLite and on Postgres. See docs/benchmarks.md.
+ *
+ *   --quick                 one short round (the CI smoke test; under two minutes)
+ *   --rounds N --duration S --warmup S --connections N --memory-streams N
+ *   --store sqlite|postgres one store only
+ *   --scenarios a,b         a subset (ids in bench/src/scenarios.ts)
+ *   --name NAME             results file name in bench/results/ (default latest, quick or partial)
+ *   --profile SCENARIO      profile the channelkit server under that load (node --cpu-prof) and
+ *                           print where its time goes; --profile-baseline profiles the baseline
+ *   --rerender NAME         recompute bench/results/NAME.md (and the summaries in NAME.json)
+ *                           from the rounds NAME.json holds, without measuring again
+ *   --floor                 the cost of the Web adapter alone: a trivial JSON echo on plain
+ *                           node:http against the same echo as a Web handler behind toNodeHandler
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { explainRequestPath, type QueryPlan } from "./explain.js";
+import { type Measurement, openStreams, type RequestSpec, requestLoad, streamLoad } from "./load.js";
+import { printProfile, summarizeProfile } from "./profile.js";
+import {
+  evaluateTargets,
+  type Machine,
+  type MemoryResult,
+  type MemoryRound,
+  memoryPerStream,
+  type Results,
+  ratioOf,
+  type ScenarioResult,
+  type Settings,
+  summarize,
+  toMarkdown,
+} from "./report.js";
+import { type Scenario, SCENARIOS, slowStream } from "./scenarios.js";
+import { type Seed, seed } from "./seed.js";
+import { ServerProcess } from "./servers.js";
+import type { ServerKind, StoreKind } from "./shared.js";
+
+const POSTGRES_ENV = "CHANNELKIT_TEST_POSTGRES_URL";
+const buildDir = dirname(fileURLToPath(import.meta.url));
+const benchDir = resolve(buildDir, "../..");
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    rounds: { type: "string" },
+    duration: { type: "string" },
+    warmup: { type: "string" },
+    connections: { type: "string" },
+    "memory-streams": { type: "string" },
+    store: { type: "string" },
+    scenarios: { type: "string" },
+    name: { type: "string" },
+    profile: { type: "string" },
+    floor: { type: "boolean", default: false },
+    rerender: { type: "string" },
+    "profile-baseline": { type: "boolean", default: false },
+  },
+  strict: true,
+});
+
+const settings: Settings = {
+  quick: args.quick ?? false,
+  rounds: Number(args.rounds ?? (args.quick ? 1 : 5)),
+  durationS: Number(args.duration ?? (args.quick ? 1 : 5)),
+  warmupS: Number(args.warmup ?? (args.quick ? 0.3 : 1)),
+  connections: Number(args.connections ?? 16),
+  memoryStreams: Number(args["memory-streams"] ?? (args.quick ? 100 : 200)),
+};
+const scenarios = args.scenarios ? SCENARIOS.filter((s) => args.scenarios?.split(",").includes(s.id)) : SCENARIOS;
+if (scenarios.length === 0) throw new Error(`bench: no such scenario; known: ${SCENARIOS.map((s) => s.id).join(", ")}`);
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+const log = (line: string) => console.log(line);
+
+function machine(): Machine {
+  const info = cpus();
+  return {
+    cpus: info.length,
+    cpuModel: info[0]?.model.trim() ?? "unknown",
+    memoryGiB: totalmem() / 1024 ** 3,
+    node: process.version,
+    platform: platform(),
+    release: release(),
+    loadAverageStart: loadavg(),
+  };
+}
+
+/** A store to run on: where it is, and how to dispose of it. */
+interface PreparedStore {
+  store: StoreKind;
+  location: string;
+  dispose(): Promise<void>;
+}
+
+/** Stores still to dispose of, also on Ctrl-C: a benchmark database must not outlive the run. */
+const undisposed = new Set<PreparedStore>();
+process.once("SIGINT", () => {
+  console.log("\nbench: interrupted, removing the benchmark databases");
+  void Promise.allSettled([...undisposed].map((store) => store.dispose())).then(() => process.exit(130));
+});
+
+function tracked(store: PreparedStore): PreparedStore {
+  undisposed.add(store);
+  const dispose = store.dispose;
+  return { ...store, dispose: () => (undisposed.delete(store), dispose()) };
+}
+
+async function prepareSqlite(): Promise<PreparedStore> {
+  const dir = mkdtempSync(join(tmpdir(), "channelkit-bench-"));
+  return tracked({ store: "sqlite", location: join(dir, "bench.db"), dispose: async () => rmSync(dir, { recursive: true, force: true }) });
+}
+
+async function preparePostgres(serverUrl: string): Promise<PreparedStore> {
+  const name = `channelkit_bench_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 5000 });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return tracked({ store: "postgres", location: url.toString(), dispose: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) });
+}
+
+async function measure(scenario: Scenario, server: ServerProcess, data: Seed, durationS: number, connections: number): Promise<Measurement> {
+  const specs = await scenario.requests(data);
+  const options = { baseUrl: server.url, connections, durationS, expectStatus: scenario.expectStatus };
+  return scenario.mode === "stream" ? streamLoad(options, specs[0] as RequestSpec) : requestLoad(options, specs);
+}
+
+/** Shapes of a JSON value (keys and types), to check the baseline answers what channelkit answers. */
+function shape(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length === 0 ? [] : [shape(value[0])];
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, shape(v)]));
+  return value === null ? "null" : typeof value;
+}
+
+async function answer(server: ServerProcess, spec: RequestSpec): Promise<{ status: number; summary: string; body: string }> {
+  const response = await fetch(server.url + spec.path, { method: spec.method, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }) });
+  const body = await response.text();
+  if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    const events = body.split("\n\n").filter((f) => f.startsWith("data: ")).map((f) => JSON.parse(f.slice(6)) as { type: string });
+    return { status: response.status, summary: events.map((e) => e.type).join(","), body };
+  }
+  return { status: response.status, summary: JSON.stringify(shape(JSON.parse(body))), body };
+}
+
+/** Sends each scenario's request once to both servers: same status, same shape (same body for history). */
+async function checkEquivalence(servers: Record<ServerKind, ServerProcess>, data: Seed): Promise<void> {
+  for (const scenario of scenarios) {
+    const spec = (await scenario.requests(data))[0] as RequestSpec;
+    const b = await answer(servers.baseline, spec);
+    const c = await answer(servers.channelkit, spec);
+    if (b.status !== scenario.expectStatus || c.status !== scenario.expectStatus) {
+      throw new Error(`bench: ${scenario.id}: expected ${scenario.expectStatus}, baseline answered ${b.status} (${b.body.slice(0, 200)}), channelkit ${c.status} (${c.body.slice(0, 200)})`);
+    }
+    const same = scenario.id.startsWith("history") ? b.body === c.body : b.summary === c.summary;
+    if (!same) log(`  warning: ${scenario.id}: the baseline's answer differs from channelkit's:\n    baseline   ${b.summary.slice(0, 400)}\n    channelkit ${c.summary.slice(0, 400)}`);
+  }
+}
+
+/**
+ * Memory of open streams, in a server process of its own started for this measurement (a
+ * process that already served the load keeps freed pages, which blurs RSS): a few streams
+ * opened and closed first so that lazily built code and pools exist, then a sample before
+ * and one while `memoryStreams` streams are open.
+ */
+async function measureMemory(kind: ServerKind, store: StoreKind, location: string, data: Seed): Promise<MemoryRound> {
+  const server = await ServerProcess.start(buildDir, { kind, store, location });
+  try {
+    (await openStreams(server.url, slowStream(data), 10)).close();
+    await sleep(settings.quick ? 500 : 1500);
+    const before = await server.memory();
+    const open = await openStreams(server.url, slowStream(data), settings.memoryStreams);
+    await sleep(300);
+    const during = await server.memory();
+    open.close();
+    // Let the cancelled runs be stored before the server stops.
+    await sleep(500);
+    return { streams: settings.memoryStreams, opened: open.opened, before, during };
+  } finally {
+    await server.stop();
+  }
+}
+
+const fmt = (m: Measurement) =>
+  `${Math.round(m.rps).toString().padStart(6)} /s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${m.ttfeP50 === undefined ? "" : `  first event p50 ${m.ttfeP50.toFixed(2)} ms p99 ${(m.ttfeP99 ?? 0).toFixed(2)} ms`}${m.unexpected > 0 ? `  UNEXPECTED ${m.unexpected}/${m.total}` : ""}`;
+
+async function runStore(prepared: PreparedStore, results: { scenarios: ScenarioResult[]; memory: MemoryResult[]; plans: Partial<Record<StoreKind, QueryPlan[]>> }) {
+  const { store, location } = prepared;
+  let t = Date.now();
+  const data = await seed(store, location);
+  log(`[${store}] seeded ${data.rows.apiKeys} keys, ${data.rows.conversations} conversations and ${data.rows.messages} messages in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  results.plans[store] = await explainRequestPath(store, location, data);
+  for (const plan of results.plans[store] ?? []) if (plan.scans) log(`  warning: ${plan.operation} scans: ${plan.plan.join(" | ")}`);
+
+  t = Date.now();
+  const servers = {
+    baseline: await ServerProcess.start(buildDir, { kind: "baseline", store, location }),
+    channelkit: await ServerProcess.start(buildDir, { kind: "channelkit", store, location }),
+  };
+  try {
+    await checkEquivalence(servers, data);
+    const runs = new Map<string, Record<ServerKind, Measurement[]>>(scenarios.map((s) => [s.id, { baseline: [], channelkit: [] }]));
+    const memory: Record<ServerKind, MemoryRound[]> = { baseline: [], channelkit: [] };
+    for (let round = 0; round < settings.rounds; round++) {
+      for (const [index, scenario] of scenarios.entries()) {
+        const order: ServerKind[] = (round + index) % 2 === 0 ? ["baseline", "channelkit"] : ["channelkit", "baseline"];
+        const connections = scenario.connections ?? settings.connections;
+        for (const kind of order) {
+          if (settings.warmupS > 0) await measure(scenario, servers[kind], data, settings.warmupS, connections);
+          const m = await measure(scenario, servers[kind], data, settings.durationS, connections);
+          runs.get(scenario.id)?.[kind].push(m);
+          log(`[${store} ${round + 1}/${settings.rounds}] ${scenario.id.padEnd(19)} ${kind.padEnd(10)} ${fmt(m)}`);
+        }
+      }
+      if (settings.memoryStreams > 0) {
+        for (const kind of round % 2 === 0 ? (["baseline", "channelkit"] as const) : (["channelkit", "baseline"] as const)) {
+          const m = await measureMemory(kind, store, location, data);
+          memory[kind].push(m);
+          const per = (m.during.heapUsed - m.before.heapUsed) / Math.max(1, m.opened) / 1024;
+          const rss = (m.during.rss - m.before.rss) / Math.max(1, m.opened) / 1024;
+          log(`[${store} ${round + 1}/${settings.rounds}] memory (${m.opened}/${m.streams} streams) ${kind.padEnd(10)} heap ${per.toFixed(1)} KiB/stream, RSS ${rss.toFixed(1)} KiB/stream`);
+        }
+      }
+    }
+    for (const scenario of scenarios) {
+      const rounds = runs.get(scenario.id) as Record<ServerKind, Measurement[]>;
+      const median = { baseline: summarize(rounds.baseline), channelkit: summarize(rounds.channelkit) };
+      results.scenarios.push({
+        store,
+        scenario: scenario.id,
+        title: scenario.title,
+        mode: scenario.mode,
+        connections: scenario.connections ?? settings.connections,
+        rounds,
+        median,
+        ratio: ratioOf(rounds),
+      });
+    }
+    if (settings.memoryStreams > 0) {
+      results.memory.push({
+        store,
+        streams: settings.memoryStreams,
+        rounds: memory,
+        perStream: { baseline: memoryPerStream(memory.baseline), channelkit: memoryPerStream(memory.channelkit) },
+      });
+    }
+  } finally {
+    await Promise.all([servers.baseline.stop(), servers.channelkit.stop()]);
+  }
+  log(`[${store}] measured in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+}
+
+async function profileMode(scenarioId: string): Promise<void> {
+  const scenario = SCENARIOS.find((s) => s.id === scenarioId);
+  if (!scenario) throw new Error(`bench: no scenario ${scenarioId}; known: ${SCENARIOS.map((s) => s.id).join(", ")}`);
+  const store = (args.store ?? "sqlite") as StoreKind;
+  const url = process.env[POSTGRES_ENV];
+  if (store === "postgres" && !url) throw new Error(`bench: --store postgres needs ${POSTGRES_ENV}`);
+  const prepared = store === "sqlite" ? await prepareSqlite() : await preparePostgres(url as string);
+  const kind: ServerKind = args["profile-baseline"] ? "baseline" : "channelkit";
+  const dir = join(benchDir, ".profiles");
+  mkdirSync(dir, { recursive: true });
+  const started = Date.now();
+  try {
+    const data = await seed(store, prepared.location);
+    const server = await ServerProcess.start(buildDir, { kind, store, location: prepared.location }, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
+    const connections = scenario.connections ?? settings.connections;
+    await measure(scenario, server, data, 1, connections);
+    const durationS = Number(args.duration ?? 10);
+    const m = await measure(scenario, server, data, durationS, connections);
+    log(`${kind} ${scenario.id} on ${store} under --cpu-prof: ${fmt(m)}`);
+    await server.stop();
+    const newest = readdirSync(dir)
+      .filter((f) => f.endsWith(".cpuprofile"))
+      .map((f) => join(dir, f))
+      .filter((f) => statSync(f).mtimeMs >= started)
+      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+    if (!newest) throw new Error("bench: the server wrote no profile");
+    printProfile(summarizeProfile(newest), newest);
+  } finally {
+    await prepared.dispose();
+  }
+}
+
+/** `--floor`: plain node:http against a trivial Web handler behind toNodeHandler, alternately. */
+async function floorMode(): Promise<void> {
+  const servers = { baseline: await ServerProcess.startFloor(buildDir, "baseline"), channelkit: await ServerProcess.startFloor(buildDir, "channelkit") };
+  const label = { baseline: "node:http       ", channelkit: "toNodeHandler(…)" };
+  const spec: RequestSpec = { method: "POST", path: "/", headers: { "content-type": "application/json" }, body: JSON.stringify({ payload: "hello" }) };
+  const results: Record<ServerKind, Measurement[]> = { baseline: [], channelkit: [] };
+  try {
+    for (let round = 0; round < settings.rounds; round++) {
+      for (const kind of round % 2 === 0 ? (["baseline", "channelkit"] as const) : (["channelkit", "baseline"] as const)) {
+        const options = { baseUrl: servers[kind].url, connections: settings.connections, expectStatus: 200 };
+        await requestLoad({ ...options, durationS: settings.warmupS }, [spec]);
+        const m = await requestLoad({ ...options, durationS: settings.durationS }, [spec]);
+        results[kind].push(m);
+        log(`[floor ${round + 1}/${settings.rounds}] ${label[kind]} ${fmt(m)}`);
+      }
+    }
+  } finally {
+    await Promise.all([servers.baseline.stop(), servers.channelkit.stop()]);
+  }
+  const plain = summarize(results.baseline);
+  const web = summarize(results.channelkit);
+  const perRequest = (1e6 / web.rps - 1e6 / plain.rps).toFixed(0);
+  log(`\nmedians: node:http ${Math.round(plain.rps)} req/s, Web handler behind toNodeHandler ${Math.round(web.rps)} req/s (${(web.rps / plain.rps).toFixed(2)}×): the Web adapter alone costs about ${perRequest} µs of one core per request here.`);
+}
+
+/** `--rerender NAME`: the summaries and the markdown again, from the rounds stored in NAME.json. */
+function rerender(name: string): void {
+  const dir = join(benchDir, "results");
+  const stored = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as Results;
+  for (const s of stored.scenarios) {
+    s.median = { baseline: summarize(s.rounds.baseline), channelkit: summarize(s.rounds.channelkit) };
+    s.ratio = ratioOf(s.rounds);
+  }
+  for (const m of stored.memory) m.perStream = { baseline: memoryPerStream(m.rounds.baseline), channelkit: memoryPerStream(m.rounds.channelkit) };
+  const { targets: _old, ...rest } = stored;
+  const final: Results = { ...rest, targets: evaluateTargets(rest) };
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(final, null, 2)}\n`);
+  writeFileSync(join(dir, `${name}.md`), toMarkdown(final));
+  log(`bench/results/${name}.md and ${name}.json rewritten from their rounds`);
+}
+
+async function main(): Promise<void> {
+  const began = Date.now();
+  if (args.rerender) return rerender(args.rerender);
+  if (args.profile) return profileMode(args.profile);
+  if (args.floor) return floorMode();
+  const info = machine();
+  log(`channelkit bench${settings.quick ? " --quick" : ""}: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`);
+  const skipped: string[] = [];
+  const stores: StoreKind[] = args.store ? [args.store as StoreKind] : ["sqlite", "postgres"];
+  const results: Omit<Results, "targets"> = { date: new Date().toISOString(), machine: info, settings, skipped, scenarios: [], memory: [], plans: {} };
+
+  for (const store of stores) {
+    let prepared: PreparedStore;
+    if (store === "sqlite") {
+      prepared = await prepareSqlite();
+    } else {
+      const url = process.env[POSTGRES_ENV];
+      if (!url) {
+        const reason = `Postgres skipped: ${POSTGRES_ENV} is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres); the benchmark creates a database there and drops it afterwards.`;
+        log(reason);
+        skipped.push(reason);
+        continue;
+      }
+      prepared = await preparePostgres(url);
+    }
+    try {
+      await runStore(prepared, results);
+    } finally {
+      await prepared.dispose();
+    }
+  }
+
+  info.loadAverageEnd = loadavg();
+  const final: Results = { ...results, targets: evaluateTargets(results) };
+  const name = args.name ?? (settings.quick ? "quick" : args.store || args.scenarios ? "partial" : "latest");
+  const dir = join(benchDir, "results");
+  mkdirSync(dir, { recursive: true });
+  const markdown = toMarkdown(final);
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(final, null, 2)}\n`);
+  writeFileSync(join(dir, `${name}.md`), markdown);
+  log(`\n${markdown}`);
+  log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+}
+
+await main();

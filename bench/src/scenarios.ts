@@ -1,0 +1,116 @@
+/** The measured scenarios: the same requests sent to the baseline and to channelkit. */
+import { signRequestBody } from "@channelkit/core";
+import type { RequestSpec } from "./load.js";
+import type { Seed } from "./seed.js";
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /** `request`: autocannon; `stream`: the SSE client (time to first event and to the end). */
+  mode: "request" | "stream";
+  /** Fixed connection count, else the run's default. */
+  connections?: number;
+  expectStatus: number;
+  /** Built just before each measurement (signatures carry the current time). */
+  requests(seed: Seed): Promise<RequestSpec[]>;
+}
+
+const EXECUTE = "/public/v1/api/execute";
+const PAYLOAD = "Hello, channelkit! How are you today?";
+const STREAM_PAYLOAD = "Hello, channelkit! Stream these few words back to me.";
+/** How many distinct signed bodies autocannon cycles through. */
+const SIGNED_BODIES = 64;
+
+const post = (key: string, body: string, extra: Record<string, string> = {}): RequestSpec => ({
+  method: "POST",
+  path: EXECUTE,
+  headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...extra },
+  body,
+});
+
+const history = (key: string, conversation: string, query: string): RequestSpec => ({
+  method: "GET",
+  path: `/public/v1/api/conversations/${conversation}/messages?${query}`,
+  headers: { authorization: `Bearer ${key}` },
+});
+
+export const HISTORY_BUDGET = 300;
+
+export const SCENARIOS: Scenario[] = [
+  {
+    id: "execute-json",
+    title: "execute, JSON (echo flow, new conversation)",
+    mode: "request",
+    expectStatus: 200,
+    requests: async (seed) => [post(seed.echoKey, JSON.stringify({ payload: PAYLOAD }))],
+  },
+  {
+    id: "execute-stream",
+    title: "execute, SSE stream (echo flow)",
+    mode: "stream",
+    expectStatus: 200,
+    requests: async (seed) => [post(seed.echoKey, JSON.stringify({ payload: STREAM_PAYLOAD, stream: true }))],
+  },
+  {
+    id: "execute-stream-1",
+    title: "execute, SSE stream, one connection (unloaded latency)",
+    mode: "stream",
+    connections: 1,
+    expectStatus: 200,
+    requests: async (seed) => [post(seed.echoKey, JSON.stringify({ payload: STREAM_PAYLOAD, stream: true }))],
+  },
+  {
+    id: "execute-hmac",
+    title: "execute, JSON, HMAC-signed body",
+    mode: "request",
+    expectStatus: 200,
+    async requests(seed) {
+      const specs: RequestSpec[] = [];
+      for (let i = 0; i < SIGNED_BODIES; i++) {
+        const body = JSON.stringify({ payload: `${PAYLOAD} #${i}`, metadata: { request: i } });
+        specs.push(post(seed.signedKey, body, { "x-service-signature": await signRequestBody(seed.signingSecret, body) }));
+      }
+      return specs;
+    },
+  },
+  {
+    id: "invalid-key",
+    title: "execute with an unknown key (401)",
+    mode: "request",
+    expectStatus: 401,
+    requests: async (seed) => [post(seed.unknownKey, JSON.stringify({ payload: PAYLOAD }))],
+  },
+  {
+    id: "history-100",
+    title: "history, limit=50, conversation of 100 messages",
+    mode: "request",
+    expectStatus: 200,
+    requests: async (seed) => [history(seed.echoKey, seed.conversation100, "limit=50")],
+  },
+  {
+    id: "history-10k",
+    title: "history, limit=50, conversation of 10,000 messages",
+    mode: "request",
+    expectStatus: 200,
+    requests: async (seed) => [history(seed.echoKey, seed.conversation10k, "limit=50")],
+  },
+  {
+    id: "history-100-budget",
+    title: `history, limit=50&token_budget=${HISTORY_BUDGET}, 100 messages`,
+    mode: "request",
+    expectStatus: 200,
+    requests: async (seed) => [history(seed.echoKey, seed.conversation100, `limit=50&token_budget=${HISTORY_BUDGET}`)],
+  },
+  {
+    id: "history-10k-budget",
+    title: `history, limit=50&token_budget=${HISTORY_BUDGET}, 10,000 messages`,
+    mode: "request",
+    expectStatus: 200,
+    requests: async (seed) => [history(seed.echoKey, seed.conversation10k, `limit=50&token_budget=${HISTORY_BUDGET}`)],
+  },
+];
+
+/** The request of the memory measurement: a stream of the `slow` flow (5 s long). */
+export function slowStream(seed: Seed): RequestSpec {
+  return post(seed.slowKey, JSON.stringify({ payload: "hold this stream open", stream: true }));
+}

@@ -1,0 +1,74 @@
+/** What the orchestrator and the server processes agree on. */
+
+/** The master key both servers use, so the baseline can open the same sealed signing secrets. */
+export const BENCH_SECRET_KEY = "be".repeat(32);
+
+/** The two kinds of server measured against each other. */
+export type ServerKind = "baseline" | "channelkit";
+/** The two stores. */
+export type StoreKind = "sqlite" | "postgres";
+
+/** How a server process is started: passed as JSON in `BENCH_SERVER_CONFIG`. */
+export interface ServerConfig {
+  kind: ServerKind;
+  store: StoreKind;
+  /** SQLite file path or `postgres://` URL of the seeded database. */
+  location: string;
+}
+
+/** Messages from a server process to the orchestrator. */
+export type ServerMessage =
+  | { type: "ready"; port: number }
+  | { type: "memory"; id: number; usage: MemorySample }
+  | { type: "stopped" };
+
+/** Messages from the orchestrator to a server process. */
+export type OrchestratorMessage = { type: "memory"; id: number } | { type: "stop" };
+
+/** `process.memoryUsage()` after a full garbage collection. */
+export interface MemorySample {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  arrayBuffers: number;
+}
+
+/** Sends a message to the parent process (servers are forked with an IPC channel). */
+export function toParent(message: ServerMessage): void {
+  process.send?.(message);
+}
+
+/** A memory sample taken after a full collection (servers run with `--expose-gc`). */
+export function sampleMemory(): MemorySample {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) {
+    gc();
+    gc();
+  }
+  const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapUsed, heapTotal, external, arrayBuffers };
+}
+
+/** Reads `BENCH_SERVER_CONFIG`. */
+export function serverConfig(): ServerConfig {
+  const raw = process.env.BENCH_SERVER_CONFIG;
+  if (!raw) throw new Error("BENCH_SERVER_CONFIG is not set: servers are started by bench/bench.mjs");
+  return JSON.parse(raw) as ServerConfig;
+}
+
+/** Answers the orchestrator's memory and stop requests. */
+export function listenToParent(stop: () => Promise<void>): void {
+  process.on("message", (message: OrchestratorMessage) => {
+    if (message.type === "memory") {
+      toParent({ type: "memory", id: message.id, usage: sampleMemory() });
+    } else if (message.type === "stop") {
+      void stop().finally(() => {
+        toParent({ type: "stopped" });
+        // `process.exit` still writes a --cpu-prof profile.
+        setTimeout(() => process.exit(0), 50);
+      });
+    }
+  });
+  process.on("disconnect", () => process.exit(0));
+}
