@@ -1,16 +1,16 @@
 /**
- * The floor of the Web adapter (`npm run bench -- --floor`): the same trivial JSON echo
- * served by plain node:http and by a Web handler behind `toNodeHandler`. The gap between the
- * two is what a Web Request and Response cost on this Node version before channelkit does
- * any work of its own.
+ * The floor of the Node adapter (`npm run bench -- --floor`): the same trivial JSON echo
+ * served by plain node:http, by a Web handler behind `toNodeHandler` (a Web Request and
+ * Response), and by a `dispatch` answering a Reply (what a channel service does behind
+ * @channelkit/node). The gaps are what each path costs before channelkit does any work.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { json } from "@channelkit/core";
+import { type IncomingRequest, json, toResponse } from "@channelkit/core";
 import { toNodeHandler } from "@channelkit/node";
-import { listenToParent, toParent } from "./shared.js";
+import { type FloorVariant, listenToParent, toParent } from "./shared.js";
 
-const web = process.env.BENCH_FLOOR === "web";
+const variant = (process.env.BENCH_FLOOR ?? "plain") as FloorVariant;
 
 function plain(req: IncomingMessage, res: ServerResponse): void {
   const chunks: Buffer[] = [];
@@ -23,14 +23,18 @@ function plain(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-const handler = toNodeHandler({
-  async handler(request: Request) {
-    const { payload } = (await request.json()) as { payload: string };
-    return json({ echo: payload });
-  },
-});
+async function echo(request: IncomingRequest) {
+  const { payload } = JSON.parse(new TextDecoder().decode(await request.arrayBuffer())) as { payload: string };
+  return json({ echo: payload });
+}
 
-const server = createServer(web ? handler : plain);
+const handlers = {
+  plain,
+  web: toNodeHandler({ handler: async (request: Request) => toResponse(await echo(request)) }),
+  reply: toNodeHandler({ handler: async (request: Request) => toResponse(await echo(request)), dispatch: echo }),
+};
+
+const server = createServer(handlers[variant]);
 server.listen(0, "127.0.0.1", () => {
   listenToParent(async () => {
     server.close();

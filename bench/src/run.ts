@@ -11,8 +11,8 @@
  *                           print where its time goes; --profile-baseline profiles the baseline
  *   --rerender NAME         recompute bench/results/NAME.md (and the summaries in NAME.json)
  *                           from the rounds NAME.json holds, without measuring again
- *   --floor                 the cost of the Web adapter alone: a trivial JSON echo on plain
- *                           node:http against the same echo as a Web handler behind toNodeHandler
+ *   --floor                 what the Node adapter costs alone: a trivial JSON echo on plain
+ *                           node:http, as a Web handler behind toNodeHandler, and as a Reply
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
@@ -39,7 +39,7 @@ import {
 import { type Scenario, SCENARIOS, slowStream } from "./scenarios.js";
 import { type Seed, seed } from "./seed.js";
 import { ServerProcess } from "./servers.js";
-import type { ServerKind, StoreKind } from "./shared.js";
+import type { FloorVariant, ServerKind, StoreKind } from "./shared.js";
 
 const POSTGRES_ENV = "CHANNELKIT_TEST_POSTGRES_URL";
 const buildDir = dirname(fileURLToPath(import.meta.url));
@@ -295,29 +295,37 @@ async function profileMode(scenarioId: string): Promise<void> {
   }
 }
 
-/** `--floor`: plain node:http against a trivial Web handler behind toNodeHandler, alternately. */
+/**
+ * `--floor`: one trivial JSON echo served three ways, in rotating order: plain node:http, a
+ * Web handler behind toNodeHandler (Web Request and Response), and a Reply through
+ * `dispatch`, the path a channel service takes on @channelkit/node.
+ */
 async function floorMode(): Promise<void> {
-  const servers = { baseline: await ServerProcess.startFloor(buildDir, "baseline"), channelkit: await ServerProcess.startFloor(buildDir, "channelkit") };
-  const label = { baseline: "node:http       ", channelkit: "toNodeHandler(…)" };
+  const variants: FloorVariant[] = ["plain", "web", "reply"];
+  const label: Record<FloorVariant, string> = { plain: "node:http             ", web: "Web Request/Response  ", reply: "dispatch → Reply      " };
+  const servers = Object.fromEntries(await Promise.all(variants.map(async (v) => [v, await ServerProcess.startFloor(buildDir, v)] as const))) as Record<FloorVariant, ServerProcess>;
   const spec: RequestSpec = { method: "POST", path: "/", headers: { "content-type": "application/json" }, body: JSON.stringify({ payload: "hello" }) };
-  const results: Record<ServerKind, Measurement[]> = { baseline: [], channelkit: [] };
+  const results: Record<FloorVariant, Measurement[]> = { plain: [], web: [], reply: [] };
   try {
     for (let round = 0; round < settings.rounds; round++) {
-      for (const kind of round % 2 === 0 ? (["baseline", "channelkit"] as const) : (["channelkit", "baseline"] as const)) {
-        const options = { baseUrl: servers[kind].url, connections: settings.connections, expectStatus: 200 };
+      const order = variants.map((_, i) => variants[(i + round) % variants.length] as FloorVariant);
+      for (const variant of order) {
+        const options = { baseUrl: servers[variant].url, connections: settings.connections, expectStatus: 200 };
         await requestLoad({ ...options, durationS: settings.warmupS }, [spec]);
         const m = await requestLoad({ ...options, durationS: settings.durationS }, [spec]);
-        results[kind].push(m);
-        log(`[floor ${round + 1}/${settings.rounds}] ${label[kind]} ${fmt(m)}`);
+        results[variant].push(m);
+        log(`[floor ${round + 1}/${settings.rounds}] ${label[variant]} ${fmt(m)}`);
       }
     }
   } finally {
-    await Promise.all([servers.baseline.stop(), servers.channelkit.stop()]);
+    await Promise.all(variants.map((v) => servers[v].stop()));
   }
-  const plain = summarize(results.baseline);
-  const web = summarize(results.channelkit);
-  const perRequest = (1e6 / web.rps - 1e6 / plain.rps).toFixed(0);
-  log(`\nmedians: node:http ${Math.round(plain.rps)} req/s, Web handler behind toNodeHandler ${Math.round(web.rps)} req/s (${(web.rps / plain.rps).toFixed(2)}×): the Web adapter alone costs about ${perRequest} µs of one core per request here.`);
+  const plain = summarize(results.plain);
+  const cost = (v: FloorVariant) => {
+    const s = summarize(results[v]);
+    return `${Math.round(s.rps)} req/s (${(s.rps / plain.rps).toFixed(2)}×, about ${(1e6 / s.rps - 1e6 / plain.rps).toFixed(0)} µs of one core per request over node:http)`;
+  };
+  log(`\nmedians: node:http ${Math.round(plain.rps)} req/s; Web Request/Response behind toNodeHandler ${cost("web")}; dispatch → Reply ${cost("reply")}.`);
 }
 
 /** `--rerender NAME`: the summaries and the markdown again, from the rounds stored in NAME.json. */

@@ -1,7 +1,7 @@
 /** Server processes: forked with an IPC channel, so the load generator never shares their event loop. */
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
-import type { MemorySample, OrchestratorMessage, ServerConfig, ServerKind, ServerMessage } from "./shared.js";
+import type { FloorVariant, MemorySample, OrchestratorMessage, ServerConfig, ServerKind, ServerMessage } from "./shared.js";
 
 export class ServerProcess {
   readonly #child: ChildProcess;
@@ -20,9 +20,9 @@ export class ServerProcess {
     return ServerProcess.#fork(join(buildDir, `${config.kind}-server.mjs`), config.kind, { BENCH_SERVER_CONFIG: JSON.stringify(config) }, execArgv);
   }
 
-  /** Starts the floor server (bench/src/floor-server.ts): plain node:http as "baseline", the Web adapter as "channelkit". */
-  static startFloor(buildDir: string, kind: ServerKind): Promise<ServerProcess> {
-    return ServerProcess.#fork(join(buildDir, "floor-server.mjs"), kind, { BENCH_FLOOR: kind === "channelkit" ? "web" : "plain" }, []);
+  /** Starts the floor server (bench/src/floor-server.ts) in one of its variants. */
+  static startFloor(buildDir: string, variant: FloorVariant): Promise<ServerProcess> {
+    return ServerProcess.#fork(join(buildDir, "floor-server.mjs"), variant === "plain" ? "baseline" : "channelkit", { BENCH_FLOOR: variant }, []);
   }
 
   static #fork(script: string, kind: ServerKind, env: Record<string, string>, execArgv: string[]): Promise<ServerProcess> {

@@ -72,3 +72,6 @@ export function listenToParent(stop: () => Promise<void>): void {
   });
   process.on("disconnect", () => process.exit(0));
 }
+
+/** The floor server's variants: plain node:http, a Web handler behind toNodeHandler, a Reply through dispatch. */
+export type FloorVariant = "plain" | "web" | "reply";

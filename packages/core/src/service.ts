@@ -7,7 +7,8 @@ import type { Flow } from "./flows/define.js";
 import { uuidV5 } from "./flows/identity.js";
 import { withCors } from "./http/cors.js";
 import { isServiceError, ServiceError } from "./http/errors.js";
-import { errorResponse } from "./http/respond.js";
+import { fromResponse, type IncomingRequest, type Reply, toResponse } from "./http/reply.js";
+import { errorReply } from "./http/respond.js";
 import { Router } from "./http/router.js";
 import type { ChannelPlugin } from "./plugins.js";
 import type { Storage } from "./storage/types.js";
@@ -51,6 +52,14 @@ export interface ServiceRoute {
 export interface ChannelService {
   /** Answers one request of the public contract. Every adapter calls this. */
   handler(request: Request): Promise<Response>;
+  /**
+   * What {@link handler} does, answering a {@link Reply} instead of a Web `Response`, for
+   * adapters that write the reply themselves: on Node 20, a `Request` and a `Response` with
+   * their streams cost more than the rest of a request. `@channelkit/node` (and so the
+   * Express and Fastify adapters) uses this; `request` may be a `Request` or the adapter's
+   * own {@link IncomingRequest}.
+   */
+  dispatch(request: IncomingRequest): Promise<Reply>;
   /**
    * Every route {@link handler} answers, plugins' routes included. Framework adapters
    * register exactly these paths in the host app, so the host's other routes and its own
@@ -120,22 +129,24 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     }
   }
 
-  async function handler(request: Request): Promise<Response> {
-    let response: Response;
+  async function dispatch(request: IncomingRequest): Promise<Reply> {
+    let reply: Reply;
     try {
       const pathname = new URL(request.url).pathname;
       if (basePath && !pathname.startsWith(basePath)) throw new ServiceError("not_found");
       const { route, params } = router.match(request.method, pathname.slice(basePath.length));
-      response = await route.handle(request, params, ctx);
+      const answer = await route.handle(request, params, ctx);
+      reply = answer instanceof Response ? fromResponse(answer) : answer;
     } catch (error) {
       if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error);
-      response = errorResponse(isServiceError(error) ? error : new ServiceError("runtime_error", undefined, { cause: error }));
+      reply = errorReply(isServiceError(error) ? error : new ServiceError("runtime_error", undefined, { cause: error }));
     }
-    return withCors(request, response);
+    return withCors(request, reply);
   }
 
   return {
-    handler,
+    handler: async (request) => toResponse(await dispatch(request)),
+    dispatch,
     routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
     async close() {

@@ -68,8 +68,10 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
   // An idle client losing its connection emits on the pool; unhandled, that would crash the process.
   pool.on("error", () => undefined);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guarded(pool) }) });
-  return new KyselyStorage(db, async () => {
-    if (owned) await db.destroy();
+  return new KyselyStorage(db, {
+    onClose: async () => {
+      if (owned) await db.destroy();
+    },
   });
 }
 

@@ -1,5 +1,6 @@
 import BetterSqlite3 from "better-sqlite3";
-import { Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
+import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
+import type { DirectConnection } from "./direct.js";
 import type { Database } from "./schema.js";
 import { KyselyStorage } from "./storage.js";
 
@@ -20,8 +21,24 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   // In WAL mode NORMAL loses no committed transaction on a process crash, only on power loss.
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  return new KyselyStorage(db);
+  const statements = keepingStatements(database);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  return new KyselyStorage(db, { direct: directConnection(database, statements) });
+}
+
+/** The request path's statements run synchronously on better-sqlite3 (see {@link DirectConnection}). */
+function directConnection(database: BetterSqlite3.Database, statements: SqliteDatabase): DirectConnection {
+  const inTransaction = database.transaction((work: () => unknown) => work());
+  return {
+    available: () => database.open && !database.inTransaction,
+    rows<Row>(query: CompiledQuery<Row>): Row[] {
+      const statement = statements.prepare(query.sql) as unknown as BetterSqlite3.Statement<unknown[], Row>;
+      if (statement.reader) return statement.all(query.parameters as unknown[]);
+      statement.run(query.parameters as unknown[]);
+      return [];
+    },
+    transaction: <T>(work: () => T) => inTransaction(work) as T,
+  };
 }
 
 /** Most prepared statements kept per database: the request path uses about ten. */

@@ -298,6 +298,30 @@ describe("completeRun", () => {
     expect(next.map((m) => m.turnIndex)).toEqual([2]);
   });
 
+  it("on SQLite, waits for a transaction Kysely holds open instead of running inside it", async () => {
+    const storage = await migrated();
+    const { channel, key } = await seed(storage);
+    const id = randomUUID();
+    const input = runInput(channel, id, ["a", "b"]);
+    let pending: { run: Promise<unknown>; read: Promise<unknown> } | undefined;
+    // An admin write holding the connection across awaits; it fails and rolls back.
+    await expect(
+      storage.db.transaction().execute(async (trx) => {
+        await trx.insertInto("tenants").values({ id: "rolled-back", name: "x", created_at: NOW }).execute();
+        pending = { run: storage.completeRun(input), read: storage.findKeyByHash(key.hash) };
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        throw new Error("admin write failed");
+      }),
+    ).rejects.toThrow("admin write failed");
+    // The run was neither refused ("cannot start a transaction within a transaction") nor
+    // rolled back with the admin write: it ran after it.
+    expect((await pending!.run as MessageRecord[]).map((m) => m.turnIndex)).toEqual([0, 1]);
+    expect(await pending!.read).toMatchObject({ key: { id: key.id } });
+    expect(await storage.findTenant("rolled-back")).toBeNull();
+    expect(await storage.findRun(input.run.id)).toEqual(input.run);
+    expect((await storage.listRecentMessages(id, 10)).map((m) => m.content)).toEqual(["a", "b"]);
+  });
+
   it("gives 20 concurrent runs on one conversation the turns 0..N-1, with no gap or duplicate", async () => {
     const storage = await migrated();
     const { channel } = await seed(storage);

@@ -8,7 +8,8 @@ import type {
   Storage,
   TenantRecord,
 } from "@channelkit/core";
-import type { Kysely, Updateable } from "kysely";
+import type { CompiledQuery, Kysely, Updateable } from "kysely";
+import type { DirectConnection } from "./direct.js";
 import {
   channelToRow,
   keyToRow,
@@ -25,20 +26,36 @@ import { migrateToLatest } from "./migrations.js";
 import { PreparedQueries, PreparedQuery } from "./prepared.js";
 import type { ChannelsTable, Database, MessagesTable, RunsTable } from "./schema.js";
 
+/** Options of {@link KyselyStorage}, set by the factories (`sqlite()`, `postgres()`). */
+export interface KyselyStorageOptions {
+  /** Releases the database (default: `db.destroy()`). */
+  onClose?: () => Promise<void>;
+  /** Where the dialect can run statements synchronously (better-sqlite3): the request path's go there. */
+  direct?: DirectConnection;
+}
+
 /**
  * The {@link Storage} of core on any Kysely dialect. Dialect differences stay in the
- * factories (`sqlite()`); every query here is portable SQL.
+ * factories (`sqlite()`); every query here is portable SQL, built and compiled by Kysely.
  */
 export class KyselyStorage implements Storage {
   readonly db: Kysely<Database>;
   readonly #onClose: () => Promise<void>;
-
+  readonly #direct: DirectConnection | undefined;
   readonly #queries: ReturnType<typeof requestPathQueries>;
 
-  constructor(db: Kysely<Database>, onClose: () => Promise<void> = () => db.destroy()) {
+  constructor(db: Kysely<Database>, options: KyselyStorageOptions = {}) {
     this.db = db;
-    this.#onClose = onClose;
+    this.#onClose = options.onClose ?? (() => db.destroy());
+    this.#direct = options.direct;
     this.#queries = requestPathQueries(db);
+  }
+
+  /** The rows of a request-path statement: directly when the dialect allows, else through Kysely. */
+  #rows<Row>(query: CompiledQuery<Row>): Row[] | Promise<Row[]> {
+    const direct = this.#direct;
+    if (direct?.available()) return direct.rows(query);
+    return this.db.executeQuery(query).then((result) => result.rows as Row[]);
   }
 
   migrate(): Promise<void> {
@@ -50,7 +67,7 @@ export class KyselyStorage implements Storage {
   }
 
   async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
-    const row = (await this.db.executeQuery(this.#queries.keyByHash.bind([hash]))).rows[0];
+    const row = (await this.#rows(this.#queries.keyByHash.bind([hash])))[0];
     if (!row) return null;
     const key: ApiKeyRecord = {
       id: row.key_id,
@@ -68,12 +85,12 @@ export class KyselyStorage implements Storage {
   }
 
   async findConversation(id: string) {
-    const row = (await this.db.executeQuery(this.#queries.conversation.bind([id]))).rows[0];
+    const row = (await this.#rows(this.#queries.conversation.bind([id])))[0];
     return row ? rowToConversation(row) : null;
   }
 
   async listRecentMessages(conversationId: string, limit: number): Promise<MessageRecord[]> {
-    const { rows } = await this.db.executeQuery(this.#queries.recentMessages.bind([conversationId, limit]));
+    const rows = await this.#rows(this.#queries.recentMessages.bind([conversationId, limit]));
     return rows.reverse().map(rowToMessage);
   }
 
@@ -82,30 +99,41 @@ export class KyselyStorage implements Storage {
     const count = messages.length;
     const hasFlowState = "flowState" in input;
     const queries = this.#queries;
-    return this.db.transaction().execute(async (trx) => {
-      // One statement creates the conversation or moves its counter, and writes first: it
-      // takes the write lock (SQLite) or the row lock (Postgres) at once, so concurrent runs
-      // on one conversation queue here and get consecutive ranges of turn indexes.
-      const allocate = queries.allocateTurns.get(`${hasFlowState}:${input.mode !== undefined}`);
-      const allocated = await trx.executeQuery(
-        allocate.bind([
-          conversation.id,
-          conversation.tenantId,
-          conversation.channelId,
-          input.mode ?? "bot",
-          hasFlowState ? toJson(input.flowState) : null,
-          count,
-          run.startedAt,
-          run.completedAt,
-        ]),
-      );
-      const first = Number(allocated.rows[0]?.next_turn) - count;
+    // One statement creates the conversation or moves its counter, and writes first: it
+    // takes the write lock (SQLite) or the row lock (Postgres) at once, so concurrent runs
+    // on one conversation queue here and get consecutive ranges of turn indexes.
+    const allocate = queries.allocateTurns.get(`${hasFlowState}:${input.mode !== undefined}`).bind([
+      conversation.id,
+      conversation.tenantId,
+      conversation.channelId,
+      input.mode ?? "bot",
+      hasFlowState ? toJson(input.flowState) : null,
+      count,
+      run.startedAt,
+      run.completedAt,
+    ]);
+    const runRow = runToRow(run);
+    const insertRun = queries.insertRun.bind(RUN_COLUMNS.map((column) => runRow[column]));
+    const writes = (allocated: readonly { next_turn: number | string }[]) => {
+      const first = Number(allocated[0]?.next_turn) - count;
       if (!Number.isSafeInteger(first)) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
       const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
-      if (rows.length > 0) await trx.executeQuery(queries.insertMessages.get(rows.length).bind(rows.flatMap(messageValues)));
-      const runRow = runToRow(run);
-      await trx.executeQuery(queries.insertRun.bind(RUN_COLUMNS.map((column) => runRow[column])));
-      return rows.map(rowToMessage);
+      const statements = rows.length > 0 ? [queries.insertMessages.get(rows.length).bind(rows.flatMap(messageValues)), insertRun] : [insertRun];
+      return { statements, stored: rows };
+    };
+
+    const direct = this.#direct;
+    if (direct?.available()) {
+      return direct.transaction(() => {
+        const { statements, stored } = writes(direct.rows(allocate));
+        for (const statement of statements) direct.rows(statement);
+        return stored.map(rowToMessage);
+      });
+    }
+    return this.db.transaction().execute(async (trx) => {
+      const { statements, stored } = writes((await trx.executeQuery(allocate)).rows);
+      for (const statement of statements) await trx.executeQuery(statement);
+      return stored.map(rowToMessage);
     });
   }
 

@@ -1,10 +1,16 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { toWebRequest, type WebRequestOverrides } from "./request.js";
-import { writeWebResponse } from "./response.js";
+import type { IncomingRequest, Reply } from "@channelkit/core";
+import { NodeIncomingRequest, toWebRequest, type WebRequestOverrides } from "./request.js";
+import { writeReply, writeWebResponse } from "./response.js";
 
-/** Anything with a Web `handler`, such as a channel service. */
+/**
+ * Anything with a Web `handler`, such as a channel service. A channel service also has
+ * `dispatch`, which the adapter then uses: the same answer without building a Web Request
+ * and Response, which on Node 20 cost more than the rest of a request.
+ */
 export interface WebHandler {
   handler(request: Request): Promise<Response>;
+  dispatch?(request: IncomingRequest): Promise<Reply>;
 }
 
 /** Options of {@link toNodeHandler}. */
@@ -20,9 +26,8 @@ export interface NodeRequestOptions extends NodeHandlerOptions, WebRequestOverri
 const RUNTIME_ERROR = JSON.stringify({ error: { code: "runtime_error", message: "An unexpected error occurred in the service." } });
 
 /**
- * Answers one Node request with a channel service: the request translated to a Web Request
- * (exact body bytes, client disconnect → aborted signal), the Web Response streamed back with
- * back-pressure. Never rejects: a failure before the status line is a 500 `runtime_error`,
+ * Answers one Node request with a channel service: the request translated (exact body bytes,
+ * client disconnect → aborted signal), the answer streamed back with back-pressure. Never rejects: a failure before the status line is a 500 `runtime_error`,
  * one after it cuts the connection. The building block of {@link toNodeHandler} and of the
  * Express and Fastify adapters.
  *
@@ -41,8 +46,11 @@ export async function handleNodeRequest(
     if (!res.writableFinished) controller.abort(new Error("client disconnected"));
   });
   try {
-    const response = await service.handler(toWebRequest(req, controller.signal, options.baseUrl, options));
-    await writeWebResponse(res, response);
+    if (service.dispatch) {
+      await writeReply(res, await service.dispatch(new NodeIncomingRequest(req, controller.signal, options.baseUrl, options)));
+    } else {
+      await writeWebResponse(res, await service.handler(toWebRequest(req, controller.signal, options.baseUrl, options)));
+    }
   } catch {
     if (!res.headersSent) {
       res.writeHead(500, { "content-type": "application/json; charset=utf-8" });

@@ -6,5 +6,5 @@ export {
   type WebHandler,
 } from "./handler.js";
 export { serve, type ServeOptions, type RunningServer } from "./serve.js";
-export { toWebRequest, type WebRequestOverrides } from "./request.js";
-export { writeWebResponse } from "./response.js";
+export { toWebRequest, NodeIncomingRequest, type WebRequestOverrides } from "./request.js";
+export { writeReply, writeWebResponse } from "./response.js";

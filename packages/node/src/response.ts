@@ -1,43 +1,51 @@
 import type { ServerResponse } from "node:http";
-
-const NOT_YET = Symbol("not yet");
-/** Settled already: a race against it tells whether a read has its chunk now. */
-const SETTLED = Promise.resolve(NOT_YET);
+import { fromResponse, isReplyStream, type Reply, type ReplyStream } from "@channelkit/core";
 
 /**
- * Writes a Web Response to a Node response as it is produced: no buffering, and the next
- * chunk is read only once the socket took the previous one (back-pressure).
+ * Writes a channel service's {@link Reply} to a Node response: a body known whole in one
+ * write with its length, a stream as it is produced, the next chunk pulled only once the
+ * socket took the previous one (back-pressure).
  */
-export async function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    if (name === "set-cookie") return;
-    headers[name] = value;
-  });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers["set-cookie"] = cookies;
-  res.writeHead(response.status, response.statusText || undefined, headers);
-
-  if (response.body === null) {
-    res.end();
+export async function writeReply(res: ServerResponse, reply: Reply): Promise<void> {
+  const { body } = reply;
+  if (!isReplyStream(body)) {
+    if (body === null) {
+      res.writeHead(reply.status, reply.statusText, reply.headers);
+      res.end();
+      return;
+    }
+    reply.headers["content-length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
+    res.writeHead(reply.status, reply.statusText, reply.headers);
+    res.end(body);
     return;
   }
-  const reader = response.body.getReader();
-  const cancel = () => void reader.cancel().catch(() => undefined);
+  res.writeHead(reply.status, reply.statusText, reply.headers);
+  await writeStream(res, body);
+}
+
+/** Writes a Web Response to a Node response as it is produced, with back-pressure. */
+export function writeWebResponse(res: ServerResponse, response: Response): Promise<void> {
+  return writeReply(res, fromResponse(response));
+}
+
+async function writeStream(res: ServerResponse, stream: ReplyStream): Promise<void> {
+  let ended = false;
+  const cancel = () => {
+    if (!ended) stream.cancel();
+  };
   res.once("close", cancel);
   try {
-    let next = reader.read();
-    const eventStream = headers["content-type"]?.toString().startsWith("text/event-stream") === true;
-    // A stream's status line goes out at once, so that the client sees it before the first
-    // event; when that event is already there (the UI stream's `data-run`), both leave in
-    // one packet instead. Small JSON bodies are sent whole, with their headers.
-    if (eventStream && (await Promise.race([next, SETTLED])) === NOT_YET) res.flushHeaders();
-    let first = eventStream;
-    for (;; next = reader.read()) {
-      const { done, value } = await next;
-      if (done) break;
+    let next = stream.pull();
+    // The status line goes out at once when no chunk is ready, so that the client sees it
+    // before the first event; when one is (the UI stream's `data-run`), both leave in one
+    // packet.
+    if (next instanceof Promise) res.flushHeaders();
+    let first = true;
+    for (;;) {
+      const chunk = await next;
+      if (chunk === null) break;
       if (res.destroyed) return;
-      const flowing = res.write(value);
+      const flowing = res.write(chunk);
       if (first) {
         first = false;
         // node:http holds writes until the end of the tick to send them together; the first
@@ -45,22 +53,27 @@ export async function writeWebResponse(res: ServerResponse, response: Response):
         // awaits, up to its stored end), so it is sent now.
         if (res.socket?.writableCorked) res.socket.uncork();
       }
-      if (!flowing) {
-        await new Promise<void>((resolve) => {
-          const settle = () => {
-            res.off("drain", settle);
-            res.off("close", settle);
-            resolve();
-          };
-          res.on("drain", settle);
-          res.on("close", settle);
-        });
-      }
+      if (!flowing) await drained(res);
+      next = stream.pull();
     }
+    ended = true;
     res.end();
   } catch {
+    ended = true;
     res.destroy();
   } finally {
     res.off("close", cancel);
   }
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const settle = () => {
+      res.off("drain", settle);
+      res.off("close", settle);
+      resolve();
+    };
+    res.on("drain", settle);
+    res.on("close", settle);
+  });
 }

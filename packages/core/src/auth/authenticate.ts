@@ -1,9 +1,10 @@
 import { ServiceError } from "../http/errors.js";
+import type { IncomingRequest } from "../http/reply.js";
 import type { KeyWithChannel, Storage } from "../storage/types.js";
 import { hashApiKey, hashesEqual, parseApiKey, prefixMatchesMode } from "./api-keys.js";
 
 /** The bearer token of a request, or null when there is no `Authorization: Bearer` header. */
-export function bearerToken(request: Request): string | null {
+export function bearerToken(request: IncomingRequest): string | null {
   const header = request.headers.get("authorization");
   if (header === null) return null;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
@@ -15,7 +16,7 @@ export function bearerToken(request: Request): string | null {
  * channel state, the environment, then the origin for public keys.
  */
 export async function authenticateApiKey(
-  request: Request,
+  request: IncomingRequest,
   storage: Storage,
   now: Date,
   channelType: "api" | "webhook" = "api",

@@ -1,24 +1,28 @@
+import type { IncomingRequest, Reply } from "./reply.js";
+
 /**
  * CORS for the public routes. The origin is reflected rather than `*` so that the allowed
  * origins check stays the authority; credentials are never allowed, since keys travel in
  * the Authorization header and never in cookies.
  */
-export function withCors(request: Request, response: Response): Response {
+export function withCors(request: IncomingRequest, reply: Reply): Reply {
   const origin = request.headers.get("origin");
-  if (origin === null) return response;
-  response.headers.set("access-control-allow-origin", origin);
-  response.headers.append("vary", "Origin");
-  return response;
+  if (origin === null) return reply;
+  reply.headers["access-control-allow-origin"] = origin;
+  const vary = reply.headers.vary;
+  reply.headers.vary = vary === undefined ? "Origin" : `${[vary].flat().join(", ")}, Origin`;
+  return reply;
 }
 
 /** The answer to an `OPTIONS` preflight: no authentication, no body. */
-export function preflight(allowMethods: string): Response {
-  return new Response(null, {
+export function preflight(allowMethods: string): Reply {
+  return {
     status: 204,
     headers: {
       "access-control-allow-headers": "Authorization, Content-Type",
       "access-control-allow-methods": allowMethods,
       "access-control-max-age": "600",
     },
-  });
+    body: null,
+  };
 }

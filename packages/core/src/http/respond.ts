@@ -1,26 +1,23 @@
-import { utf8 } from "../auth/encoding.js";
 import { ERROR_CODES, type ErrorCode, ServiceError } from "./errors.js";
+import type { Reply } from "./reply.js";
 
-/**
- * A JSON response. Its length is known, and said (`content-length`), so that an adapter can
- * send it in one write instead of chunked.
- */
-export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
-  const bytes = utf8(JSON.stringify(body));
-  const response = new Response(bytes, {
+/** A JSON reply. Its body is one string, so an adapter sends it in one write with its length. */
+export function json(body: unknown, status = 200, headers?: Record<string, string>): Reply {
+  return {
     status,
-    headers: { "content-type": "application/json; charset=utf-8", "content-length": String(bytes.byteLength) },
-  });
-  if (headers) for (const [name, value] of new Headers(headers)) response.headers.set(name, value);
-  return response;
+    headers: headers ? { ...headers, "content-type": JSON_TYPE } : { "content-type": JSON_TYPE },
+    body: JSON.stringify(body),
+  };
 }
+
+const JSON_TYPE = "application/json; charset=utf-8";
 
 /** The contract's error envelope: `{ error: { code, message } }`, plus `details` for validation. */
 export function errorBody(code: ErrorCode, message: string = ERROR_CODES[code].message, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
 
-/** The enveloped response for a {@link ServiceError}. */
-export function errorResponse(error: ServiceError): Response {
+/** The enveloped reply for a {@link ServiceError}. */
+export function errorReply(error: ServiceError): Reply {
   return json(errorBody(error.code, error.message, error.details), error.status, error.headers);
 }

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { ServiceError } from "./errors.js";
+import type { IncomingRequest, Reply } from "./reply.js";
+import { json } from "./respond.js";
 import { type RouteParams, Router } from "./router.js";
 
 type Ctx = { tag: string };
 
 function router() {
-  const handle = (name: string) => (_request: Request, params: RouteParams, ctx: Ctx) =>
-    new Response(JSON.stringify({ name, params, tag: ctx.tag }));
+  const handle = (name: string) => (_request: IncomingRequest, params: RouteParams, ctx: Ctx) => json({ name, params, tag: ctx.tag });
   return new Router<Ctx>()
     .add({ method: "OPTIONS", path: "/public/v1/api/execute", handle: handle("preflight") })
     .add({ method: "POST", path: "/public/v1/api/execute", handle: handle("execute") })
@@ -28,8 +29,8 @@ describe("Router", () => {
   it("finds the route of a method and path", async () => {
     const { route, params } = router().match("POST", "/public/v1/api/execute");
     expect(params).toEqual({});
-    const response = await route.handle(new Request("http://x/"), params, { tag: "ctx" });
-    expect(await response.json()).toEqual({ name: "execute", params: {}, tag: "ctx" });
+    const reply = (await route.handle(new Request("http://x/"), params, { tag: "ctx" })) as Reply;
+    expect(JSON.parse(reply.body as string)).toEqual({ name: "execute", params: {}, tag: "ctx" });
     expect(router().match("OPTIONS", "/public/v1/api/execute").route.method).toBe("OPTIONS");
   });
 

@@ -1,4 +1,5 @@
 import { ServiceError } from "./errors.js";
+import type { IncomingRequest, Reply } from "./reply.js";
 
 /** Parameters captured from `:name` segments of a route path. */
 export type RouteParams = Record<string, string>;
@@ -7,7 +8,8 @@ export type RouteParams = Record<string, string>;
 export interface Route<Ctx> {
   method: string;
   path: string;
-  handle(request: Request, params: RouteParams, ctx: Ctx): Promise<Response> | Response;
+  /** Answers with a {@link Reply}, or a Web `Response` (which costs more on Node). */
+  handle(request: IncomingRequest, params: RouteParams, ctx: Ctx): Promise<Reply | Response> | Reply | Response;
 }
 
 interface CompiledRoute<Ctx> extends Route<Ctx> {

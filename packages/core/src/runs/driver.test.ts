@@ -191,6 +191,8 @@ interface RunOptions {
   signal?: AbortSignal;
   /** Called with each part as it is produced, e.g. to abort mid-run. */
   onPart?: (part: TextPart, index: number) => void;
+  /** False for a run answered as JSON (default true). */
+  live?: boolean;
 }
 
 async function run(flow: Flow<any>, options: RunOptions = {}) {
@@ -209,6 +211,7 @@ async function run(flow: Flow<any>, options: RunOptions = {}) {
     storage,
     estimateTokens,
     historyLimit: 50,
+    live: options.live ?? true,
   });
   const parts: TextPart[] = [];
   let next: IteratorResult<TextPart, RunOutcome>;
@@ -259,6 +262,16 @@ describe("driveRun: messages", () => {
     expect(parts.slice(2).every((p) => p.id === replyId)).toBe(true);
     expect(parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : []))).toEqual(["The answer ", "is 42."]);
     expect(outcome.produced.map((m) => m.content)).toEqual(["", '{"answer":42}', "The answer is 42."]);
+  });
+
+  it("yields no parts for a run answered as JSON, and stores the same messages", async () => {
+    const streamed = await run(toolFlow, { payload: "What is the answer?" });
+    const whole = await run(toolFlow, { payload: "What is the answer?", live: false });
+    expect(whole.parts).toEqual([]);
+    expect(whole.outcome.status).toBe("success");
+    const shape = (messages: typeof streamed.messages) => messages.map((m) => [m.turnIndex, m.role, m.content, m.nodeType, m.toolCalls, m.toolCallId]);
+    expect(shape(whole.messages)).toEqual(shape(streamed.messages));
+    expect(whole.outcome.produced.map((m) => m.content)).toEqual(streamed.outcome.produced.map((m) => m.content));
   });
 
   it("stores the run record: status, flow, result, execution order and times", async () => {

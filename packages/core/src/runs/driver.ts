@@ -10,6 +10,11 @@ export type TextPart =
   | { type: "text-delta"; id: string; delta: string }
   | { type: "text-end"; id: string };
 
+/** A run pulled one step at a time: its live text parts, then its outcome. */
+export interface RunSteps {
+  next(): Promise<IteratorResult<TextPart, RunOutcome>>;
+}
+
 /** Everything one run needs; the driver owns nothing else. */
 export interface RunInput {
   flow: Flow;
@@ -24,6 +29,11 @@ export interface RunInput {
   storage: Storage;
   estimateTokens: TokenEstimator;
   historyLimit: number;
+  /**
+   * Whether the caller streams the live text. When false (a JSON answer) the driver yields
+   * nothing and the first `next()` returns the outcome: the parts would only be discarded.
+   */
+  live: boolean;
 }
 
 interface OpenText {
@@ -39,7 +49,7 @@ interface OpenText {
  */
 export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOutcome, void> {
   const startedAt = new Date();
-  const { flow, signal, estimateTokens } = input;
+  const { flow, signal, estimateTokens, live } = input;
   const userMessage = agentMessage(input, "user", input.payload, startedAt, null, null);
 
   const produced: NewMessage[] = [];
@@ -57,15 +67,17 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   function* closeText(): Generator<TextPart> {
     if (!open) return;
     produced.push(agentMessage(input, "assistant", open.content, new Date(), stepId, nodeType));
-    yield { type: "text-end", id: open.id };
+    if (live) yield { type: "text-end", id: open.id };
     open = null;
   }
 
   function* wholeText(content: string): Generator<TextPart> {
     yield* closeText();
     const id = crypto.randomUUID();
-    yield { type: "text-start", id };
-    if (content !== "") yield { type: "text-delta", id, delta: content };
+    if (live) {
+      yield { type: "text-start", id };
+      if (content !== "") yield { type: "text-delta", id, delta: content };
+    }
     open = { id, content };
     yield* closeText();
   }
@@ -121,10 +133,10 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
           if (event.delta === "") break;
           if (!open) {
             open = { id: crypto.randomUUID(), content: "" };
-            yield { type: "text-start", id: open.id };
+            if (live) yield { type: "text-start", id: open.id };
           }
           open.content += event.delta;
-          yield { type: "text-delta", id: open.id, delta: event.delta };
+          if (live) yield { type: "text-delta", id: open.id, delta: event.delta };
           break;
         case "message":
           if (event.role === "assistant") {
@@ -171,7 +183,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   if (open) {
     const text = open as OpenText;
     produced.push(agentMessage(input, "assistant", text.content, new Date(), stepId, nodeType));
-    if (status !== "cancelled") yield { type: "text-end", id: text.id };
+    if (status !== "cancelled" && live) yield { type: "text-end", id: text.id };
     open = null;
   }
   if (status === "success" && paused) status = "pending";

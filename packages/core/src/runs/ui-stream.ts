@@ -1,6 +1,7 @@
 import { utf8 } from "../auth/encoding.js";
+import type { ReplyStream } from "../http/reply.js";
 import type { RunOutcome } from "./outcome.js";
-import type { TextPart } from "./driver.js";
+import type { RunSteps, TextPart } from "./driver.js";
 
 /** Headers of the streamed execute response; the last one lets the AI SDK's client read it. */
 export const UI_STREAM_HEADERS = {
@@ -40,60 +41,47 @@ export function closingEvent(outcome: RunOutcome): UIStreamEvent {
 export function uiMessageStream(
   runId: string,
   conversationId: string,
-  run: AsyncGenerator<TextPart, RunOutcome, void>,
+  run: RunSteps,
   abort: () => void,
   onStorageError: (error: unknown) => void,
-): ReadableStream<Uint8Array> {
+): ReplyStream {
+  let started = false;
   let finished = false;
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        controller.enqueue(sseFrame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } }));
-      },
-      async pull(controller) {
-        if (finished) return;
-        let next: IteratorResult<TextPart, RunOutcome>;
-        try {
-          next = await run.next();
-        } catch (error) {
-          finished = true;
-          onStorageError(error);
-          safely(() => {
-            controller.enqueue(sseFrame({ type: "error", errorText: "An unexpected error occurred in the service." }));
-            controller.close();
-          });
-          return;
-        }
-        if (next.done) {
-          finished = true;
-          safely(() => {
-            controller.enqueue(sseFrame(closingEvent(next.value)));
-            controller.close();
-          });
-          return;
-        }
-        safely(() => controller.enqueue(sseFrame(next.value)));
-      },
-      cancel() {
-        if (finished) return;
-        finished = true;
-        abort();
-        void drain(run).catch(onStorageError);
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}
-
-async function drain(run: AsyncGenerator<TextPart, RunOutcome, void>): Promise<void> {
-  for (;;) if ((await run.next()).done) return;
-}
-
-/** Enqueueing on a stream the client already cancelled throws; that is expected. */
-function safely(action: () => void): void {
-  try {
-    action();
-  } catch {
-    // The stream was cancelled between the read and the write.
+  async function next(): Promise<Uint8Array | null> {
+    let step: IteratorResult<TextPart, RunOutcome>;
+    try {
+      step = await run.next();
+    } catch (error) {
+      onStorageError(error);
+      if (finished) return null;
+      finished = true;
+      return sseFrame({ type: "error", errorText: "An unexpected error occurred in the service." });
+    }
+    if (finished) return null;
+    if (step.done) {
+      finished = true;
+      return sseFrame(closingEvent(step.value));
+    }
+    return sseFrame(step.value);
   }
+  return {
+    pull() {
+      if (!started) {
+        // The first event is known before the run starts: it leaves with the status line.
+        started = true;
+        return sseFrame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } });
+      }
+      return finished ? null : next();
+    },
+    cancel() {
+      if (finished) return;
+      finished = true;
+      abort();
+      void drain(run).catch(onStorageError);
+    },
+  };
+}
+
+async function drain(run: RunSteps): Promise<void> {
+  for (;;) if ((await run.next()).done) return;
 }

@@ -2,6 +2,7 @@ import { authenticateApiKey } from "../../auth/authenticate.js";
 import type { ServiceContext } from "../../context.js";
 import { fitTokenBudget } from "../../conversations/window.js";
 import { ServiceError } from "../../http/errors.js";
+import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
 import type { ConversationRecord, MessageRecord } from "../../storage/types.js";
@@ -9,7 +10,7 @@ import { findOwnConversation } from "./conversation.js";
 import { historyQuerySchema } from "./schemas.js";
 
 /** `GET /public/v1/api/conversations/{session_id}/messages`: the conversation's history. */
-export async function history(request: Request, sessionId: string, ctx: ServiceContext): Promise<Response> {
+export async function history(request: IncomingRequest, sessionId: string, ctx: ServiceContext): Promise<Reply> {
   const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
   const params = new URL(request.url).searchParams;
   const query = validate(historyQuerySchema, {

@@ -1,0 +1,19 @@
+import type { CompiledQuery } from "kysely";
+
+/**
+ * A connection that runs compiled statements synchronously (better-sqlite3). The request
+ * path's statements go through it instead of Kysely's executor, whose promises and mutex
+ * cost more than an indexed SQLite statement; a run's writes then commit in one synchronous
+ * transaction that no other request can interleave with.
+ */
+export interface DirectConnection {
+  /**
+   * False while Kysely holds the connection in a transaction of its own (an admin write):
+   * statements must then queue behind it through Kysely, or they would run inside it.
+   */
+  available(): boolean;
+  /** The rows of a statement (empty for one that returns none). */
+  rows<Row>(query: CompiledQuery<Row>): Row[];
+  /** Runs `work` in one transaction: committed when it returns, rolled back when it throws. */
+  transaction<T>(work: () => T): T;
+}
