@@ -322,6 +322,22 @@ describe("completeRun", () => {
     expect((await storage.listRecentMessages(id, 10)).map((m) => m.content)).toEqual(["a", "b"]);
   });
 
+  it("inserts the conversation of a run that started it: an id that exists fails the whole run", async () => {
+    const storage = await migrated();
+    const { channel } = await seed(storage);
+    const id = randomUUID();
+    const first = runInput(channel, id, ["a", "b"], { flowState: { n: 1 } });
+    first.conversation.isNew = true;
+    expect((await storage.completeRun(first)).map((m) => m.turnIndex)).toEqual([0, 1]);
+    expect(await storage.findConversation(id)).toMatchObject({ nextTurn: 2, flowState: { n: 1 }, mode: "bot" });
+    const again = runInput(channel, id, ["c"]);
+    again.conversation.isNew = true;
+    await expect(storage.completeRun(again)).rejects.toThrow();
+    expect(await storage.findRun(again.run.id)).toBeNull();
+    expect((await storage.listRecentMessages(id, 10)).map((m) => m.content)).toEqual(["a", "b"]);
+    expect((await storage.completeRun(runInput(channel, id, ["d"]))).map((m) => m.turnIndex)).toEqual([2]);
+  });
+
   it("gives 20 concurrent runs on one conversation the turns 0..N-1, with no gap or duplicate", async () => {
     const storage = await migrated();
     const { channel } = await seed(storage);

@@ -101,8 +101,11 @@ export class KyselyStorage implements Storage {
     const queries = this.#queries;
     // One statement creates the conversation or moves its counter, and writes first: it
     // takes the write lock (SQLite) or the row lock (Postgres) at once, so concurrent runs
-    // on one conversation queue here and get consecutive ranges of turn indexes.
-    const allocate = queries.allocateTurns.get(`${hasFlowState}:${input.mode !== undefined}`).bind([
+    // on one conversation queue here and get consecutive ranges of turn indexes. A run that
+    // started the conversation inserts it: nobody else can know its id yet.
+    const isNew = conversation.isNew === true;
+    const allocator = isNew ? queries.insertConversation : queries.allocateTurns.get(`${hasFlowState}:${input.mode !== undefined}`);
+    const allocate = allocator.bind([
       conversation.id,
       conversation.tenantId,
       conversation.channelId,
@@ -114,8 +117,8 @@ export class KyselyStorage implements Storage {
     ]);
     const runRow = runToRow(run);
     const insertRun = queries.insertRun.bind(RUN_COLUMNS.map((column) => runRow[column]));
-    const writes = (allocated: readonly { next_turn: number | string }[]) => {
-      const first = Number(allocated[0]?.next_turn) - count;
+    const writes = (allocated: readonly unknown[]) => {
+      const first = isNew ? 0 : Number((allocated[0] as { next_turn?: number | string } | undefined)?.next_turn) - count;
       if (!Number.isSafeInteger(first)) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
       const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
       const statements = rows.length > 0 ? [queries.insertMessages.get(rows.length).bind(rows.flatMap(messageValues)), insertRun] : [insertRun];
@@ -237,6 +240,12 @@ function requestPathQueries(db: Kysely<Database>) {
     conversation: new PreparedQuery(1, ($) => db.selectFrom("conversations").selectAll().where("id", "=", $(0))),
     recentMessages: new PreparedQuery(2, ($) =>
       db.selectFrom("messages").selectAll().where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1))),
+    insertConversation: new PreparedQuery(8, ($) =>
+      db.insertInto("conversations").values({
+        id: $(0), tenant_id: $(1), channel_id: $(2), mode: $(3), flow_state: $(4), next_turn: $(5),
+        livechat_conversation_id: null, created_at: $(6), updated_at: $(7),
+      }),
+    ),
     // Keyed by which of flow state and mode the run sets: a value left out keeps the stored one.
     allocateTurns: new PreparedQueries((key: string) => {
       const [setsFlowState, setsMode] = key.split(":").map((flag) => flag === "true");

@@ -218,7 +218,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
       completedAt: completedAt.toISOString(),
       durationMs: completedAt.getTime() - startedAt.getTime(),
     },
-    conversation: { id: input.conversationId, tenantId: input.channel.tenantId, channelId: input.channel.id },
+    conversation: { id: input.conversationId, tenantId: input.channel.tenantId, channelId: input.channel.id, isNew: input.existing === null },
     messages: [userMessage, ...produced],
     ...(flowState ? { flowState: flowState.value } : {}),
     ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),

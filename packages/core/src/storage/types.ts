@@ -143,6 +143,11 @@ export interface CompleteRunInput {
     id: string;
     tenantId: string;
     channelId: string;
+    /**
+     * True when this run started the conversation under a new id: the storage inserts it
+     * (failing if the id exists) instead of creating-or-updating it, one lookup fewer.
+     */
+    isNew?: boolean;
   };
   /** Messages in order; they get the next contiguous turn indexes. */
   messages: NewMessage[];
