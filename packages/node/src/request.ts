@@ -102,6 +102,13 @@ function headersOf(req: IncomingMessage): Headers {
 /** The whole body, read off the socket; a client gone before its end is an error, not a wait. */
 function readBody(req: IncomingMessage): Promise<Uint8Array> {
   if (req.readableEnded) return Promise.reject(new Error("The request body was already consumed by another reader"));
+  if (req.complete) {
+    // The whole message arrived already (a small request comes in one packet) and waits in
+    // the stream's buffer: take it now rather than wait a turn of the event loop for 'end'.
+    const chunks: Buffer[] = [];
+    for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) chunks.push(chunk);
+    return Promise.resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const onData = (chunk: Buffer) => chunks.push(chunk);
