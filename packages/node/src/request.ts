@@ -54,6 +54,7 @@ export class NodeIncomingRequest implements IncomingRequest {
     this.#body = overrides.body;
   }
 
+  /** The request's headers, as received (a Web `Headers`, built on first read). */
   get headers(): Headers {
     return (this.#headers ??= headersOf(this.#req));
   }
@@ -75,6 +76,7 @@ export class NodeIncomingRequest implements IncomingRequest {
     return this.#stream;
   }
 
+  /** The whole body; the exact bytes received. */
   async arrayBuffer(): Promise<ArrayBuffer> {
     if (!hasBody(this.method)) return new ArrayBuffer(0);
     if (this.#read) throw new TypeError("The request body was already read");
