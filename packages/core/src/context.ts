@@ -26,6 +26,9 @@ export interface ServiceContext {
   estimateTokens: TokenEstimator;
   /** Aborted by `close()`: every run in flight stops and is stored `cancelled`. */
   shutdown: AbortSignal;
-  /** Keeps `close()` waiting until work that outlives its response (a run being stored) ends. */
-  track(work: Promise<unknown>): void;
+  /**
+   * Counts work that may outlive its response (a run being stored) and returns the function
+   * that ends it (calling it again does nothing): `close()` waits until none is left.
+   */
+  begin(): () => void;
 }

@@ -103,7 +103,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   }
 
   const shutdown = new AbortController();
-  const inflight = new Set<Promise<unknown>>();
+  // A count and one waiter rather than a promise per run: this is on every execute's path.
+  let running = 0;
+  let idle: (() => void) | null = null;
   const ctx: ServiceContext = {
     storage: options.storage,
     flows,
@@ -113,9 +115,19 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
     shutdown: shutdown.signal,
-    track(work) {
-      const settled = work.catch(() => undefined).finally(() => inflight.delete(settled));
-      inflight.add(settled);
+    begin() {
+      running++;
+      let ended = false;
+      return () => {
+        if (ended) return;
+        ended = true;
+        running--;
+        if (running === 0 && idle) {
+          const wake = idle;
+          idle = null;
+          wake();
+        }
+      };
     },
   };
 
@@ -151,7 +163,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     admin: createChannelAdmin(ctx),
     async close() {
       shutdown.abort(new Error("channelkit service closed"));
-      while (inflight.size > 0) await Promise.all([...inflight]);
+      while (running > 0) await new Promise<void>((resolve) => (idle = resolve));
       await options.storage.close();
     },
   };

@@ -122,7 +122,9 @@ export class KyselyStorage implements Storage {
       if (!Number.isSafeInteger(first)) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
       const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
       const statements = rows.length > 0 ? [queries.insertMessages.get(rows.length).bind(rows.flatMap(messageValues)), insertRun] : [insertRun];
-      return { statements, stored: rows };
+      // What was stored, from what was given rather than parsed back from the rows.
+      const stored: MessageRecord[] = messages.map((message, i) => ({ ...message, conversationId: conversation.id, turnIndex: first + i }));
+      return { statements, stored };
     };
 
     const direct = this.#direct;
@@ -130,13 +132,13 @@ export class KyselyStorage implements Storage {
       return direct.transaction(() => {
         const { statements, stored } = writes(direct.rows(allocate));
         for (const statement of statements) direct.rows(statement);
-        return stored.map(rowToMessage);
+        return stored;
       });
     }
     return this.db.transaction().execute(async (trx) => {
       const { statements, stored } = writes((await trx.executeQuery(allocate)).rows);
       for (const statement of statements) await trx.executeQuery(statement);
-      return stored.map(rowToMessage);
+      return stored;
     });
   }
 

@@ -14,16 +14,20 @@ export interface IncomingRequest {
   arrayBuffer(): Promise<ArrayBuffer>;
 }
 
+/** A piece of a streamed body: bytes, or text sent as UTF-8. */
+export type ReplyChunk = string | Uint8Array;
+
 /**
  * A response body produced piece by piece, pulled by whoever sends it: the producer advances
  * only as fast as the client reads, which is the back-pressure.
  */
 export interface ReplyStream {
   /**
-   * The next chunk, or `null` after the last. A chunk that is ready comes back synchronously,
-   * so that an adapter can send it in the same packet as the status line.
+   * The next chunk (a string is sent as UTF-8), or `null` after the last. A chunk that is
+   * ready comes back synchronously, so that an adapter can send it in the same packet as the
+   * status line.
    */
-  pull(): Uint8Array | null | Promise<Uint8Array | null>;
+  pull(): ReplyChunk | null | Promise<ReplyChunk | null>;
   /** The client went away: stop producing. Not called after `pull` returned `null`. */
   cancel(): void;
 }
@@ -73,13 +77,15 @@ export function fromResponse(response: Response): Reply {
   return reply;
 }
 
+const encoder = new TextEncoder();
+
 function toReadableStream(source: ReplyStream): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
         const chunk = await source.pull();
         if (chunk === null) controller.close();
-        else controller.enqueue(chunk);
+        else controller.enqueue(typeof chunk === "string" ? encoder.encode(chunk) : chunk);
       },
       cancel() {
         source.cancel();

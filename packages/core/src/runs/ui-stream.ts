@@ -1,4 +1,3 @@
-import { utf8 } from "../auth/encoding.js";
 import type { ReplyStream } from "../http/reply.js";
 import type { RunOutcome } from "./outcome.js";
 import type { RunSteps, TextPart } from "./driver.js";
@@ -20,8 +19,8 @@ export type UIStreamEvent =
   | { type: "error"; errorText: string };
 
 /** One SSE frame: a `data:` line and a blank line. */
-export function sseFrame(event: UIStreamEvent): Uint8Array {
-  return utf8(`data: ${JSON.stringify(event)}\n\n`);
+export function sseFrame(event: UIStreamEvent): string {
+  return `data: ${JSON.stringify(event)}\n\n`;
 }
 
 /**
@@ -47,7 +46,7 @@ export function uiMessageStream(
 ): ReplyStream {
   let started = false;
   let finished = false;
-  async function next(): Promise<Uint8Array | null> {
+  async function next(): Promise<string | null> {
     let step: IteratorResult<TextPart, RunOutcome>;
     try {
       step = await run.next();

@@ -83,8 +83,7 @@ async function checkSignature(request: IncomingRequest, channel: ChannelRecord, 
  * every event of the run.
  */
 function tracked(ctx: ServiceContext, controller: AbortController, request: AbortSignal, run: RunSteps): RunSteps {
-  let settle!: () => void;
-  ctx.track(new Promise<void>((resolve) => (settle = resolve)));
+  const settle = ctx.begin();
   const onRequestAbort = () => controller.abort(request.reason);
   if (request.aborted) onRequestAbort();
   else request.addEventListener("abort", onRequestAbort, { once: true });
