@@ -40,16 +40,25 @@ export async function handleNodeRequest(
   res: ServerResponse,
   options: NodeRequestOptions = {},
 ): Promise<void> {
-  const controller = new AbortController();
-  // `close` on the response fires when the exchange ends either way; only an early one is a disconnect.
+  // The signal is made only when read; `close` on the response fires when the exchange ends
+  // either way, and only an early one is a disconnect.
+  let controller: AbortController | undefined;
+  let gone: Error | undefined;
   res.once("close", () => {
-    if (!res.writableFinished) controller.abort(new Error("client disconnected"));
+    if (res.writableFinished) return;
+    gone = new Error("client disconnected");
+    controller?.abort(gone);
   });
+  const signal = () => {
+    controller ??= new AbortController();
+    if (gone) controller.abort(gone);
+    return controller.signal;
+  };
   try {
     if (service.dispatch) {
-      await writeReply(res, await service.dispatch(new NodeIncomingRequest(req, controller.signal, options.baseUrl, options)));
+      await writeReply(res, await service.dispatch(new NodeIncomingRequest(req, signal, options.baseUrl, options)));
     } else {
-      await writeWebResponse(res, await service.handler(toWebRequest(req, controller.signal, options.baseUrl, options)));
+      await writeWebResponse(res, await service.handler(toWebRequest(req, signal(), options.baseUrl, options)));
     }
   } catch {
     if (!res.headersSent) {

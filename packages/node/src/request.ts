@@ -39,19 +39,29 @@ export function toWebRequest(req: IncomingMessage, signal: AbortSignal, baseUrl?
 export class NodeIncomingRequest implements IncomingRequest {
   readonly method: string;
   readonly url: string;
-  readonly signal: AbortSignal;
   readonly #req: IncomingMessage;
+  #signal: AbortSignal | (() => AbortSignal);
   readonly #body: Uint8Array | undefined;
   #headers: Headers | undefined;
   #stream: ReadableStream<Uint8Array> | undefined;
   #read = false;
 
-  constructor(req: IncomingMessage, signal: AbortSignal, baseUrl?: string, overrides: WebRequestOverrides = {}) {
+  /**
+   * `signal` may be given as a function that makes it: it is then made only if read (an
+   * AbortSignal costs a few µs on Node 20, and most requests never read theirs).
+   */
+  constructor(req: IncomingMessage, signal: AbortSignal | (() => AbortSignal), baseUrl?: string, overrides: WebRequestOverrides = {}) {
     this.#req = req;
     this.method = req.method ?? "GET";
     this.url = requestUrl(req, baseUrl, overrides);
-    this.signal = signal;
+    this.#signal = signal;
     this.#body = overrides.body;
+  }
+
+  /** Aborted when the client goes away before the answer is sent. */
+  get signal(): AbortSignal {
+    if (typeof this.#signal === "function") this.#signal = this.#signal();
+    return this.#signal;
   }
 
   /** The request's headers, as received (a Web `Headers`, built on first read). */

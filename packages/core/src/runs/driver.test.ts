@@ -9,10 +9,19 @@ import { defineFlow, type Flow } from "../flows/define.js";
 import { handover, message, pause, setState, step, text } from "../flows/events.js";
 import { type ChannelService, createChannelService } from "../service.js";
 import type { ChannelRecord } from "../storage/types.js";
+import { RunAbort } from "./abort.js";
 import { driveRun, type TextPart } from "./driver.js";
 import type { RunOutcome } from "./outcome.js";
 
 const silent = { warn: () => undefined, error: () => undefined };
+
+/** The run's abort, told by `signal` when given. */
+function followSignal(signal?: AbortSignal): RunAbort {
+  const abort = new RunAbort();
+  if (signal?.aborted) abort.abort(signal.reason);
+  else signal?.addEventListener("abort", () => abort.abort(signal.reason), { once: true });
+  return abort;
+}
 
 /** Resolves when `signal` aborts, rejecting like a well-behaved async API would. */
 function untilAborted(signal: AbortSignal): Promise<never> {
@@ -207,7 +216,7 @@ async function run(flow: Flow<any>, options: RunOptions = {}) {
     existing,
     payload: options.payload ?? "hello",
     metadata: options.metadata ?? {},
-    signal: options.signal ?? new AbortController().signal,
+    abort: followSignal(options.signal),
     storage,
     estimateTokens,
     historyLimit: 50,

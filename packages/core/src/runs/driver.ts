@@ -2,6 +2,7 @@ import type { TokenEstimator } from "../conversations/tokens.js";
 import type { Flow, FlowContext, FlowHistoryMessage } from "../flows/define.js";
 import type { FlowEvent } from "../flows/events.js";
 import type { ChannelRecord, ConversationMode, NewMessage, Storage } from "../storage/types.js";
+import type { RunAbort } from "./abort.js";
 import type { RunOutcome } from "./outcome.js";
 
 /** A part of the live reply, in the UI message stream's own shapes. */
@@ -25,7 +26,8 @@ export interface RunInput {
   existing: { flowState: unknown } | null;
   payload: string;
   metadata: Record<string, unknown>;
-  signal: AbortSignal;
+  /** Stops the run: it is then stored `cancelled`, with what was produced so far. */
+  abort: RunAbort;
   storage: Storage;
   estimateTokens: TokenEstimator;
   historyLimit: number;
@@ -49,7 +51,7 @@ interface OpenText {
  */
 export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOutcome, void> {
   const startedAt = new Date();
-  const { flow, signal, estimateTokens, live } = input;
+  const { flow, abort, estimateTokens, live } = input;
   const userMessage = agentMessage(input, "user", input.payload, startedAt, null, null);
 
   const produced: NewMessage[] = [];
@@ -91,7 +93,9 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     channel: { id: input.channel.id, environment: input.channel.environment },
     state: input.existing?.flowState ?? undefined,
     history: (limit = input.historyLimit) => loadHistory(input, limit),
-    signal,
+    get signal() {
+      return abort.signal;
+    },
   };
 
   const iterator = flow.run(ctx)[Symbol.asyncIterator]();
@@ -100,11 +104,10 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   // against an abort promise per event, which would keep one reaction per event until the run
   // ends (memory growing with the length of a stream).
   let wake: ((value: typeof ABORTED) => void) | null = null;
-  const onAbort = () => wake?.(ABORTED);
-  signal.addEventListener("abort", onAbort);
+  const unlisten = abort.onAbort(() => wake?.(ABORTED));
   try {
     for (;;) {
-      if (signal.aborted) {
+      if (abort.aborted) {
         status = "cancelled";
         break;
       }
@@ -166,7 +169,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
       }
     }
   } catch (thrown) {
-    if (signal.aborted) {
+    if (abort.aborted) {
       status = "cancelled";
     } else {
       status = "error";
@@ -174,7 +177,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     }
   } finally {
     wake = null;
-    signal.removeEventListener("abort", onAbort);
+    unlisten();
   }
   if (status === "cancelled") {
     // The flow may be suspended inside its own await; it is told through ctx.signal.

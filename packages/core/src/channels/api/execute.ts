@@ -6,6 +6,7 @@ import { ServiceError } from "../../http/errors.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
+import { RunAbort } from "../../runs/abort.js";
 import { driveRun, type RunSteps } from "../../runs/driver.js";
 import { runDocument } from "../../runs/json.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
@@ -30,10 +31,9 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
 
   const runId = crypto.randomUUID();
   const conversationId = existing?.id ?? crypto.randomUUID();
-  const controller = new AbortController();
-  const signal = controller.signal;
+  const abort = new RunAbort();
   const live = input.stream ?? channel.defaultStream;
-  const run = tracked(ctx, controller, request.signal, driveRun({
+  const run = tracked(ctx, abort, request.signal, driveRun({
     flow: registered.flow,
     channel,
     runId,
@@ -41,7 +41,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
     existing,
     payload: input.payload,
     metadata: input.metadata ?? {},
-    signal,
+    abort,
     storage: ctx.storage,
     estimateTokens: ctx.estimateTokens,
     historyLimit: ctx.historyLimit,
@@ -58,7 +58,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
     runId,
     conversationId,
     run,
-    () => controller.abort(),
+    () => abort.abort(),
     (error) => ctx.logger.error(`channelkit: run ${runId} could not be stored`, error),
   );
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
@@ -76,18 +76,18 @@ async function checkSignature(request: IncomingRequest, channel: ChannelRecord, 
 
 /**
  * Lets `close()` wait for a run that started, even when its response was already sent, and
- * aborts the run's controller when the client goes away or the service closes. This follows
+ * aborts the run when the client goes away or the service closes. This follows
  * the two signals only while the run runs: `AbortSignal.any` would do the same but costs about
  * 40 µs a request on Node 20 (weak references, a finalization registry). A plain stepper
  * rather than a generator delegating with `yield*`: that would add a generator's hops to
  * every event of the run.
  */
-function tracked(ctx: ServiceContext, controller: AbortController, request: AbortSignal, run: RunSteps): RunSteps {
+function tracked(ctx: ServiceContext, abort: RunAbort, request: AbortSignal, run: RunSteps): RunSteps {
   const settle = ctx.begin();
-  const onRequestAbort = () => controller.abort(request.reason);
+  const onRequestAbort = () => abort.abort(request.reason);
   if (request.aborted) onRequestAbort();
   else request.addEventListener("abort", onRequestAbort, { once: true });
-  const unfollow = followShutdown(ctx.shutdown, controller);
+  const unfollow = followShutdown(ctx.shutdown, abort);
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -110,22 +110,22 @@ function tracked(ctx: ServiceContext, controller: AbortController, request: Abor
   };
 }
 
-/** The controllers of the runs in flight, per service (keyed by its shutdown signal). */
-const runsInFlight = new WeakMap<AbortSignal, Set<AbortController>>();
+/** The runs in flight, per service (keyed by its shutdown signal). */
+const runsInFlight = new WeakMap<AbortSignal, Set<RunAbort>>();
 
 /**
- * Aborts `controller` when the service closes. One listener on the service's long-lived
+ * Aborts the run when the service closes. One listener on the service's long-lived
  * signal aborts every run in flight, rather than one listener per run, which would grow with
  * the number of open streams (and trip Node's listener-leak warning past ten).
  */
-function followShutdown(shutdown: AbortSignal, controller: AbortController): () => void {
+function followShutdown(shutdown: AbortSignal, abort: RunAbort): () => void {
   if (shutdown.aborted) {
-    controller.abort(shutdown.reason);
+    abort.abort(shutdown.reason);
     return () => undefined;
   }
   let runs = runsInFlight.get(shutdown);
   if (!runs) {
-    const created = new Set<AbortController>();
+    const created = new Set<RunAbort>();
     runsInFlight.set(shutdown, created);
     shutdown.addEventListener("abort", () => {
       for (const run of created) run.abort(shutdown.reason);
@@ -134,6 +134,6 @@ function followShutdown(shutdown: AbortSignal, controller: AbortController): () 
     runs = created;
   }
   const set = runs;
-  set.add(controller);
-  return () => void set.delete(controller);
+  set.add(abort);
+  return () => void set.delete(abort);
 }

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { RunAbort } from "./abort.js";
+
+describe("RunAbort", () => {
+  it("calls each listener once, not one removed, and keeps the first reason", () => {
+    const abort = new RunAbort();
+    const calls: string[] = [];
+    abort.onAbort(() => calls.push("a"));
+    const remove = abort.onAbort(() => calls.push("b"));
+    remove();
+    expect(abort.aborted).toBe(false);
+    abort.abort("first");
+    abort.abort("second");
+    expect(calls).toEqual(["a"]);
+    expect(abort.aborted).toBe(true);
+    expect(abort.reason).toBe("first");
+  });
+
+  it("defaults the reason to an AbortError", () => {
+    const abort = new RunAbort();
+    abort.abort();
+    expect(abort.reason).toBeInstanceOf(DOMException);
+    expect((abort.reason as DOMException).name).toBe("AbortError");
+  });
+
+  it("hands out a real AbortSignal that follows it, made before or after the abort", () => {
+    const before = new RunAbort();
+    const signal = before.signal;
+    expect(signal).toBeInstanceOf(AbortSignal);
+    expect(before.signal).toBe(signal);
+    let heard: unknown;
+    signal.addEventListener("abort", () => (heard = signal.reason));
+    before.abort("stop");
+    expect(signal.aborted).toBe(true);
+    expect(heard).toBe("stop");
+
+    const after = new RunAbort();
+    after.abort("late");
+    expect(after.signal.aborted).toBe(true);
+    expect(after.signal.reason).toBe("late");
+  });
+});
