@@ -88,11 +88,17 @@ export class NodeIncomingRequest implements IncomingRequest {
 
   /** The whole body; the exact bytes received. */
   async arrayBuffer(): Promise<ArrayBuffer> {
-    if (!hasBody(this.method)) return new ArrayBuffer(0);
+    const bytes = await this.bytes();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+
+  /** The whole body as bytes, without the copy `arrayBuffer()` makes. */
+  async bytes(): Promise<Uint8Array> {
+    if (!hasBody(this.method)) return new Uint8Array(0);
     if (this.#read) throw new TypeError("The request body was already read");
     this.#read = true;
-    const bytes = this.#stream ? await new Response(this.#stream).bytes() : (this.#body ?? (await readBody(this.#req)));
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    if (this.#stream) return new Response(this.#stream).bytes();
+    return this.#body ?? readBody(this.#req);
   }
 }
 

@@ -18,7 +18,7 @@ export async function readRawBody(request: IncomingRequest, maxBytes: number): P
     if (Number(declared) > maxBytes) throw tooLarge(maxBytes);
     // HTTP framing ends the body at the declared length, so it can be read whole; reading
     // it whole skips a stream, which on Node costs more than the read itself.
-    const body = new Uint8Array(await request.arrayBuffer());
+    const body = request.bytes ? await request.bytes() : new Uint8Array(await request.arrayBuffer());
     if (body.byteLength > maxBytes) throw tooLarge(maxBytes);
     return body;
   }

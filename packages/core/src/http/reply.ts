@@ -12,6 +12,8 @@ export interface IncomingRequest {
   readonly signal: AbortSignal;
   readonly body: ReadableStream<Uint8Array> | null;
   arrayBuffer(): Promise<ArrayBuffer>;
+  /** The whole body as bytes, where the runtime offers it (newer `Request`s do): no copy into an `ArrayBuffer`. */
+  bytes?(): Promise<Uint8Array>;
 }
 
 /** A piece of a streamed body: bytes, or text sent as UTF-8. */

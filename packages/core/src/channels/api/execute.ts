@@ -33,7 +33,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   const conversationId = existing?.id ?? crypto.randomUUID();
   const abort = new RunAbort();
   const live = input.stream ?? channel.defaultStream;
-  const run = tracked(ctx, abort, request.signal, driveRun({
+  const run = tracked(ctx, abort, request, driveRun({
     flow: registered.flow,
     channel,
     runId,
@@ -82,22 +82,28 @@ async function checkSignature(request: IncomingRequest, channel: ChannelRecord, 
  * rather than a generator delegating with `yield*`: that would add a generator's hops to
  * every event of the run.
  */
-function tracked(ctx: ServiceContext, abort: RunAbort, request: AbortSignal, run: RunSteps): RunSteps {
+function tracked(ctx: ServiceContext, abort: RunAbort, request: IncomingRequest, run: RunSteps): RunSteps {
   const settle = ctx.begin();
-  const onRequestAbort = () => abort.abort(request.reason);
-  if (request.aborted) onRequestAbort();
-  else request.addEventListener("abort", onRequestAbort, { once: true });
   const unfollow = followShutdown(ctx.shutdown, abort);
+  // The client's signal is followed from the run's first step: a stream's first event (sent
+  // before the run starts) does not wait for it, and a signal may be costly to make.
+  let signal: AbortSignal | undefined;
+  const onRequestAbort = () => abort.abort(signal?.reason);
   let ended = false;
   const end = () => {
     if (ended) return;
     ended = true;
-    request.removeEventListener("abort", onRequestAbort);
+    signal?.removeEventListener("abort", onRequestAbort);
     unfollow();
     settle();
   };
   return {
     async next() {
+      if (!signal && !ended) {
+        signal = request.signal;
+        if (signal.aborted) onRequestAbort();
+        else signal.addEventListener("abort", onRequestAbort, { once: true });
+      }
       try {
         const step = await run.next();
         if (step.done) end();
