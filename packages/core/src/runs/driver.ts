@@ -66,6 +66,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   let result: unknown = null;
   let error: string | null = null;
 
+  // Called only with a text open: a generator's creation is not free on the hot path.
   function* closeText(): Generator<TextPart> {
     if (!open) return;
     produced.push(agentMessage(input, "assistant", open.content, new Date(), stepId, nodeType));
@@ -74,7 +75,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   }
 
   function* wholeText(content: string): Generator<TextPart> {
-    yield* closeText();
+    if (open) yield* closeText();
     const id = crypto.randomUUID();
     if (live) {
       yield { type: "text-start", id };
@@ -127,7 +128,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
       const event: FlowEvent = step.value;
       switch (event.type) {
         case "step":
-          yield* closeText();
+          if (open) yield* closeText();
           stepId = crypto.randomUUID();
           nodeType = event.nodeType;
           executionOrder.push(event.name);
@@ -147,7 +148,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
             const last = produced[produced.length - 1] as NewMessage;
             if (event.toolCalls) last.toolCalls = event.toolCalls;
           } else {
-            yield* closeText();
+            if (open) yield* closeText();
             const tool = agentMessage(input, "tool", event.content, new Date(), stepId, nodeType);
             tool.toolCallId = event.toolCallId ?? null;
             tool.toolCalls = event.toolCalls ?? null;
