@@ -11,6 +11,11 @@ export interface Measurement {
   /** Streams only: time to the first `data:` frame. */
   ttfeP50?: number;
   ttfeP99?: number;
+  /**
+   * CPU time of the server process per completed request (user + system, µs): what a request
+   * costs the server whatever else the machine was doing, so steadier than req/s on shared cores.
+   */
+  cpuUs?: number;
   /** Responses whose status was not the expected one, plus socket errors and timeouts. */
   unexpected: number;
   total: number;

@@ -41,6 +41,8 @@ export interface Summary {
   p99: number;
   ttfeP50?: number;
   ttfeP99?: number;
+  /** Server CPU µs per request. */
+  cpuUs?: number;
 }
 
 export interface MemoryRound {
@@ -81,6 +83,7 @@ export function summarize(runs: Measurement[]): Summary {
     summary.ttfeP50 = median(runs.map((r) => r.ttfeP50 ?? Number.NaN));
     summary.ttfeP99 = median(runs.map((r) => r.ttfeP99 ?? Number.NaN));
   }
+  if (runs.some((r) => r.cpuUs !== undefined)) summary.cpuUs = median(runs.map((r) => r.cpuUs ?? Number.NaN));
   return summary;
 }
 
@@ -102,6 +105,7 @@ export function ratioOf(rounds: Record<ServerKind, Measurement[]>): Summary {
     ratio.ttfeP50 = paired((m) => m.ttfeP50);
     ratio.ttfeP99 = paired((m) => m.ttfeP99);
   }
+  if (rounds.channelkit.some((m) => m.cpuUs !== undefined)) ratio.cpuUs = paired((m) => m.cpuUs);
   return ratio;
 }
 
@@ -113,6 +117,7 @@ export function memoryPerStream(rounds: MemoryRound[]) {
 const ms = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? "–" : value < 10 ? value.toFixed(2) : value.toFixed(1));
 const rate = (value: number) => (Number.isFinite(value) ? Math.round(value).toLocaleString("en-US") : "–");
 const x = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? "–" : `${value.toFixed(2)}×`);
+const us = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? "–" : Math.round(value).toString());
 const kib = (bytes: number) => (Number.isFinite(bytes) ? (bytes / 1024).toFixed(1) : "–");
 
 export function machineLine(machine: Machine): string {
@@ -134,11 +139,11 @@ export function toMarkdown(results: Results): string {
   const requests = results.scenarios.filter((s) => s.mode === "request");
   if (requests.length > 0) {
     lines.push("## Request/response", "");
-    lines.push("| store | scenario | baseline req/s | channelkit req/s | ratio | baseline p50 / p99 | channelkit p50 / p99 | p50 ratio |");
-    lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    lines.push("| store | scenario | baseline req/s | channelkit req/s | ratio | baseline p50 / p99 | channelkit p50 / p99 | p50 ratio | server CPU µs/req, baseline / channelkit | CPU ratio |");
+    lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const s of requests) {
       const { baseline: b, channelkit: c } = s.median;
-      lines.push(`| ${s.store} | ${s.title} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${x(s.ratio.p50)} |`);
+      lines.push(`| ${s.store} | ${s.title} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${x(s.ratio.p50)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`);
     }
     lines.push("");
   }
@@ -146,12 +151,12 @@ export function toMarkdown(results: Results): string {
   const streams = results.scenarios.filter((s) => s.mode === "stream");
   if (streams.length > 0) {
     lines.push("## Streaming (time to the first `data:` frame and to the end of the stream)", "");
-    lines.push("| store | connections | baseline streams/s | channelkit streams/s | ratio | first event p50 / p99, baseline | first event p50 / p99, channelkit | first event p50 ratio | end p50 / p99, baseline | end p50 / p99, channelkit |");
-    lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    lines.push("| store | connections | baseline streams/s | channelkit streams/s | ratio | first event p50 / p99, baseline | first event p50 / p99, channelkit | first event p50 ratio | end p50 / p99, baseline | end p50 / p99, channelkit | server CPU µs/stream, baseline / channelkit | CPU ratio |");
+    lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const s of streams) {
       const { baseline: b, channelkit: c } = s.median;
       lines.push(
-        `| ${s.store} | ${s.connections} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.ttfeP50)} / ${ms(b.ttfeP99)} | ${ms(c.ttfeP50)} / ${ms(c.ttfeP99)} | ${x(s.ratio.ttfeP50)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} |`,
+        `| ${s.store} | ${s.connections} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.ttfeP50)} / ${ms(b.ttfeP99)} | ${ms(c.ttfeP50)} / ${ms(c.ttfeP99)} | ${x(s.ratio.ttfeP50)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
       );
     }
     lines.push("");

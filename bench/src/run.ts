@@ -136,7 +136,11 @@ async function preparePostgres(serverUrl: string): Promise<PreparedStore> {
 async function measure(scenario: Scenario, server: ServerProcess, data: Seed, durationS: number, connections: number): Promise<Measurement> {
   const specs = await scenario.requests(data);
   const options = { baseUrl: server.url, connections, durationS, expectStatus: scenario.expectStatus };
-  return scenario.mode === "stream" ? streamLoad(options, specs[0] as RequestSpec) : requestLoad(options, specs);
+  const before = await server.cpu();
+  const m = await (scenario.mode === "stream" ? streamLoad(options, specs[0] as RequestSpec) : requestLoad(options, specs));
+  const after = await server.cpu();
+  const used = after.user - before.user + (after.system - before.system);
+  return m.total > 0 ? { ...m, cpuUs: used / m.total } : m;
 }
 
 /** Shapes of a JSON value (keys and types), to check the baseline answers what channelkit answers. */
@@ -195,7 +199,7 @@ async function measureMemory(kind: ServerKind, store: StoreKind, location: strin
 }
 
 const fmt = (m: Measurement) =>
-  `${Math.round(m.rps).toString().padStart(6)} /s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${m.ttfeP50 === undefined ? "" : `  first event p50 ${m.ttfeP50.toFixed(2)} ms p99 ${(m.ttfeP99 ?? 0).toFixed(2)} ms`}${m.unexpected > 0 ? `  UNEXPECTED ${m.unexpected}/${m.total}` : ""}`;
+  `${Math.round(m.rps).toString().padStart(6)} /s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${m.cpuUs === undefined ? "" : `  cpu ${m.cpuUs.toFixed(0)} µs/req`}${m.ttfeP50 === undefined ? "" : `  first event p50 ${m.ttfeP50.toFixed(2)} ms p99 ${(m.ttfeP99 ?? 0).toFixed(2)} ms`}${m.unexpected > 0 ? `  UNEXPECTED ${m.unexpected}/${m.total}` : ""}`;
 
 async function runStore(prepared: PreparedStore, results: { scenarios: ScenarioResult[]; memory: MemoryResult[]; plans: Partial<Record<StoreKind, QueryPlan[]>> }) {
   const { store, location } = prepared;

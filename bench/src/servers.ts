@@ -46,16 +46,25 @@ export class ServerProcess {
 
   /** The server's memory after a full collection. */
   memory(): Promise<MemorySample> {
+    return this.#ask<MemorySample>("memory");
+  }
+
+  /** The CPU time the server process has used so far (user and system, µs). */
+  cpu(): Promise<NodeJS.CpuUsage> {
+    return this.#ask<NodeJS.CpuUsage>("cpu");
+  }
+
+  #ask<Sample>(type: "memory" | "cpu"): Promise<Sample> {
     const id = ++this.#nextId;
     return new Promise((resolve) => {
       const onMessage = (message: ServerMessage) => {
-        if (message.type === "memory" && message.id === id) {
+        if (message.type === type && message.id === id) {
           this.#child.off("message", onMessage);
-          resolve(message.usage);
+          resolve(message.usage as Sample);
         }
       };
       this.#child.on("message", onMessage);
-      this.#send({ type: "memory", id });
+      this.#send({ type, id });
     });
   }
 

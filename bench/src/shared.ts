@@ -20,10 +20,11 @@ export interface ServerConfig {
 export type ServerMessage =
   | { type: "ready"; port: number }
   | { type: "memory"; id: number; usage: MemorySample }
+  | { type: "cpu"; id: number; usage: NodeJS.CpuUsage }
   | { type: "stopped" };
 
 /** Messages from the orchestrator to a server process. */
-export type OrchestratorMessage = { type: "memory"; id: number } | { type: "stop" };
+export type OrchestratorMessage = { type: "memory"; id: number } | { type: "cpu"; id: number } | { type: "stop" };
 
 /** `process.memoryUsage()` after a full garbage collection. */
 export interface MemorySample {
@@ -62,6 +63,8 @@ export function listenToParent(stop: () => Promise<void>): void {
   process.on("message", (message: OrchestratorMessage) => {
     if (message.type === "memory") {
       toParent({ type: "memory", id: message.id, usage: sampleMemory() });
+    } else if (message.type === "cpu") {
+      toParent({ type: "cpu", id: message.id, usage: process.cpuUsage() });
     } else if (message.type === "stop") {
       void stop().finally(() => {
         toParent({ type: "stopped" });
