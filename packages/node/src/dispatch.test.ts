@@ -149,3 +149,52 @@ describe("toNodeHandler with dispatch: the reply", () => {
     expect(pulls).toBeLessThanOrEqual(after + 1);
   });
 });
+
+describe("toNodeHandler with dispatch: the client going away", () => {
+  it("is told through onClientGone, and through signal when it is read", async () => {
+    let request: IncomingRequest | undefined;
+    const handling = deferred<void>();
+    const gone = deferred<unknown>();
+    const port = await start(async (incoming) => {
+      request = incoming;
+      incoming.onClientGone?.((reason) => gone.resolve(reason));
+      handling.resolve();
+      await gone.promise;
+      return { status: 200, headers: {}, body: "too late" };
+    });
+    const client = httpRequest({ host: "127.0.0.1", port, method: "POST", headers: { "content-length": "2" } });
+    client.on("error", () => undefined);
+    client.end("{}");
+    await handling.promise;
+    expect(request?.onClientGone).toBeTypeOf("function");
+    client.destroy();
+    expect(((await gone.promise) as Error).message).toBe("client disconnected");
+    // Asked for after the fact: the signal is already aborted, a late listener is called at once.
+    expect(request?.signal.aborted).toBe(true);
+    let late: unknown;
+    request?.onClientGone?.((reason) => (late = reason));
+    expect((late as Error).message).toBe("client disconnected");
+  });
+
+  it("is not told after a complete exchange, and a listener removed in time is never called", async () => {
+    const calls: string[] = [];
+    let request: IncomingRequest | undefined;
+    const port = await start(async (incoming) => {
+      request = incoming;
+      incoming.onClientGone?.(() => calls.push("kept"));
+      const stop = incoming.onClientGone?.(() => calls.push("removed"));
+      stop?.();
+      return { status: 200, headers: {}, body: "done" };
+    });
+    expect((await exchange(port, { headers: { "content-length": "2" }, chunks: ["{}"] })).body).toBe("done");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(calls).toEqual([]);
+    expect(request?.signal.aborted).toBe(false);
+  });
+});
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => (resolve = done));
+  return { promise, resolve };
+}

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { IncomingRequest, Reply } from "@channelkit/core";
+import { ClientLink } from "./client.js";
 import { NodeIncomingRequest, toWebRequest, type WebRequestOverrides } from "./request.js";
 import { writeReply, writeWebResponse } from "./response.js";
 
@@ -40,25 +41,11 @@ export async function handleNodeRequest(
   res: ServerResponse,
   options: NodeRequestOptions = {},
 ): Promise<void> {
-  // The signal is made only when read; `close` on the response fires when the exchange ends
-  // either way, and only an early one is a disconnect.
-  let controller: AbortController | undefined;
-  let gone: Error | undefined;
-  res.once("close", () => {
-    if (res.writableFinished) return;
-    gone = new Error("client disconnected");
-    controller?.abort(gone);
-  });
-  const signal = () => {
-    controller ??= new AbortController();
-    if (gone) controller.abort(gone);
-    return controller.signal;
-  };
   try {
     if (service.dispatch) {
-      await writeReply(res, await service.dispatch(new NodeIncomingRequest(req, signal, options.baseUrl, options)));
+      await writeReply(res, await service.dispatch(new NodeIncomingRequest(req, res, options.baseUrl, options)));
     } else {
-      await writeWebResponse(res, await service.handler(toWebRequest(req, signal(), options.baseUrl, options)));
+      await writeWebResponse(res, await service.handler(toWebRequest(req, new ClientLink(res).signal, options.baseUrl, options)));
     }
   } catch {
     if (!res.headersSent) {

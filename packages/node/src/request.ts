@@ -1,4 +1,5 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ClientLink } from "./client.js";
 import type { IncomingRequest } from "@channelkit/core";
 
 /** What a framework adapter may hand {@link toWebRequest} instead of reading it off the Node request. */
@@ -35,33 +36,39 @@ export function toWebRequest(req: IncomingMessage, signal: AbortSignal, baseUrl?
  * the Request, its Headers and its body stream cost more than the rest of an execute. The
  * headers are built when first read; the body is read straight off the socket by
  * `arrayBuffer()`, and becomes a Web stream only if `body` is asked for (a chunked upload).
+ * A disconnect is told through `onClientGone` without an `AbortSignal`; `signal` is made
+ * only if read.
  */
 export class NodeIncomingRequest implements IncomingRequest {
   readonly method: string;
   readonly url: string;
   readonly #req: IncomingMessage;
-  #signal: AbortSignal | (() => AbortSignal);
+  readonly #client: ClientLink;
   readonly #body: Uint8Array | undefined;
   #headers: Headers | undefined;
   #stream: ReadableStream<Uint8Array> | undefined;
   #read = false;
 
   /**
-   * `signal` may be given as a function that makes it: it is then made only if read (an
-   * AbortSignal costs a few µs on Node 20, and most requests never read theirs).
+   * @param res the response of this request: its early `close` is the client going away.
+   * @param baseUrl origin of the request's URL (default: `http://` + the Host header).
    */
-  constructor(req: IncomingMessage, signal: AbortSignal | (() => AbortSignal), baseUrl?: string, overrides: WebRequestOverrides = {}) {
+  constructor(req: IncomingMessage, res: ServerResponse, baseUrl?: string, overrides: WebRequestOverrides = {}) {
     this.#req = req;
     this.method = req.method ?? "GET";
     this.url = requestUrl(req, baseUrl, overrides);
-    this.#signal = signal;
+    this.#client = new ClientLink(res);
     this.#body = overrides.body;
   }
 
   /** Aborted when the client goes away before the answer is sent. */
   get signal(): AbortSignal {
-    if (typeof this.#signal === "function") this.#signal = this.#signal();
-    return this.#signal;
+    return this.#client.signal;
+  }
+
+  /** Calls `listener` once when the client goes away before the answer is sent. */
+  onClientGone(listener: (reason: unknown) => void): () => void {
+    return this.#client.onGone(listener);
   }
 
   /** The request's headers, as received (a Web `Headers`, built on first read). */

@@ -71,5 +71,30 @@ export function abortTests(h: Harness): void {
         expect(FIFTY_WORDS.startsWith(message.content)).toBe(true);
       }
     });
+
+    it("a client that goes away before its JSON answer cancels the run, which is stored with what it produced", async () => {
+      const channel = await h.channel({ flow: "slow" });
+      const { conversationId, runId } = await interrupt(h, channel.key, 0);
+      await waitFor(() => h.target.storage.findRun(runId));
+      const controller = new AbortController();
+      const pending = execute(h, channel.key, { payload: "again", stream: false, conversation_id: conversationId }, { signal: controller.signal });
+      pending.catch(() => undefined);
+      // The run is under way once its user message could be stored; the slow flow needs 5 s in all.
+      await new Promise((resolve) => setTimeout(resolve, 350));
+      controller.abort();
+      await expect(pending).rejects.toThrow();
+
+      const stored = await waitFor(async () => {
+        const { messages } = await readHistory(h, channel.key, conversationId);
+        return messages.find((message) => message.role === "user" && message.content === "again") ?? null;
+      });
+      const run = await waitFor(() => h.target.storage.findRun(stored.run_id as string));
+      expect(run).toMatchObject({ conversationId, status: "cancelled" });
+      const { messages } = await readHistory(h, channel.key, conversationId);
+      const reply = messages.find((message) => message.run_id === run.id && message.role === "assistant");
+      expect(FIFTY_WORDS.startsWith(reply?.content ?? "")).toBe(true);
+      expect(reply?.content.length ?? 0).toBeLessThan(FIFTY_WORDS.length);
+      expect(messages.map((message) => message.turn_index)).toEqual(messages.map((_, i) => i));
+    });
   });
 }

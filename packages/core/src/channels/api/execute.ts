@@ -84,26 +84,21 @@ async function checkSignature(request: IncomingRequest, channel: ChannelRecord, 
  */
 function tracked(ctx: ServiceContext, abort: RunAbort, request: IncomingRequest, run: RunSteps): RunSteps {
   const settle = ctx.begin();
-  const unfollow = followShutdown(ctx.shutdown, abort);
-  // The client's signal is followed from the run's first step: a stream's first event (sent
-  // before the run starts) does not wait for it, and a signal may be costly to make.
-  let signal: AbortSignal | undefined;
-  const onRequestAbort = () => abort.abort(signal?.reason);
+  const unfollowShutdown = followShutdown(ctx.shutdown, abort);
+  // The client is followed from the run's first step: a stream's first event (sent before the
+  // run starts) does not wait for it.
+  let unfollowClient: (() => void) | undefined;
   let ended = false;
   const end = () => {
     if (ended) return;
     ended = true;
-    signal?.removeEventListener("abort", onRequestAbort);
-    unfollow();
+    unfollowClient?.();
+    unfollowShutdown();
     settle();
   };
   return {
     async next() {
-      if (!signal && !ended) {
-        signal = request.signal;
-        if (signal.aborted) onRequestAbort();
-        else signal.addEventListener("abort", onRequestAbort, { once: true });
-      }
+      if (!unfollowClient && !ended) unfollowClient = followClient(request, abort);
       try {
         const step = await run.next();
         if (step.done) end();
@@ -114,6 +109,19 @@ function tracked(ctx: ServiceContext, abort: RunAbort, request: IncomingRequest,
       }
     },
   };
+}
+
+/** Aborts the run when the client goes away; returns what stops following it. */
+function followClient(request: IncomingRequest, abort: RunAbort): () => void {
+  if (request.onClientGone) return request.onClientGone((reason) => abort.abort(reason));
+  const signal = request.signal;
+  const onAbort = () => abort.abort(signal.reason);
+  if (signal.aborted) {
+    onAbort();
+    return () => undefined;
+  }
+  signal.addEventListener("abort", onAbort, { once: true });
+  return () => signal.removeEventListener("abort", onAbort);
 }
 
 /** The runs in flight, per service (keyed by its shutdown signal). */
