@@ -297,10 +297,10 @@ describe("driveRun: messages", () => {
       error: null,
       executionOrder: ["plan", "lookup", "reply"],
     });
-    expect(stored?.startedAt).toBe(outcome.startedAt.toISOString());
-    expect(stored?.completedAt).toBe(outcome.completedAt.toISOString());
+    expect(stored?.startedAt).toBe(outcome.startedAt);
+    expect(stored?.completedAt).toBe(outcome.completedAt);
     expect(Date.parse(stored?.completedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(stored?.startedAt ?? ""));
-    expect(stored?.durationMs).toBe(outcome.completedAt.getTime() - outcome.startedAt.getTime());
+    expect(stored?.durationMs).toBe(Date.parse(outcome.completedAt) - Date.parse(outcome.startedAt));
   });
 
   it("closes the open text at each step, so each step's text is its own message", async () => {

@@ -4,6 +4,7 @@ import type { FlowEvent } from "../flows/events.js";
 import type { ChannelRecord, ConversationMode, NewMessage, Storage } from "../storage/types.js";
 import type { RunAbort } from "./abort.js";
 import type { RunOutcome } from "./outcome.js";
+import { isoTimestamp } from "./timestamp.js";
 
 /** A part of the live reply, in the UI message stream's own shapes. */
 export type TextPart =
@@ -50,7 +51,8 @@ interface OpenText {
  * stored with what was produced so far. Only a storage failure makes this throw.
  */
 export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOutcome, void> {
-  const startedAt = new Date();
+  const startedMs = Date.now();
+  const startedAt = isoTimestamp(startedMs);
   const { flow, abort, estimateTokens, live } = input;
   const userMessage = agentMessage(input, "user", input.payload, startedAt, null, null);
 
@@ -69,7 +71,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   // Called only with a text open: a generator's creation is not free on the hot path.
   function* closeText(): Generator<TextPart> {
     if (!open) return;
-    produced.push(agentMessage(input, "assistant", open.content, new Date(), stepId, nodeType));
+    produced.push(agentMessage(input, "assistant", open.content, isoTimestamp(Date.now()), stepId, nodeType));
     if (live) yield { type: "text-end", id: open.id };
     open = null;
   }
@@ -149,7 +151,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
             if (event.toolCalls) last.toolCalls = event.toolCalls;
           } else {
             if (open) yield* closeText();
-            const tool = agentMessage(input, "tool", event.content, new Date(), stepId, nodeType);
+            const tool = agentMessage(input, "tool", event.content, isoTimestamp(Date.now()), stepId, nodeType);
             tool.toolCallId = event.toolCallId ?? null;
             tool.toolCalls = event.toolCalls ?? null;
             produced.push(tool);
@@ -186,13 +188,14 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   }
   if (open) {
     const text = open as OpenText;
-    produced.push(agentMessage(input, "assistant", text.content, new Date(), stepId, nodeType));
+    produced.push(agentMessage(input, "assistant", text.content, isoTimestamp(Date.now()), stepId, nodeType));
     if (status !== "cancelled" && live) yield { type: "text-end", id: text.id };
     open = null;
   }
   if (status === "success" && paused) status = "pending";
 
-  const completedAt = new Date();
+  const completedMs = Date.now();
+  const completedAt = isoTimestamp(completedMs);
   const outcome: RunOutcome = {
     runId: input.runId,
     conversationId: input.conversationId,
@@ -203,6 +206,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     executionOrder,
     startedAt,
     completedAt,
+    durationMs: completedMs - startedMs,
     livechatMode: status === "pending" ? livechatMode : null,
   };
 
@@ -218,9 +222,9 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
       result: outcome.result,
       error,
       executionOrder,
-      startedAt: startedAt.toISOString(),
-      completedAt: completedAt.toISOString(),
-      durationMs: completedAt.getTime() - startedAt.getTime(),
+      startedAt,
+      completedAt,
+      durationMs: outcome.durationMs,
     },
     conversation: { id: input.conversationId, tenantId: input.channel.tenantId, channelId: input.channel.id, isNew: input.existing === null },
     messages: [userMessage, ...produced],
@@ -233,7 +237,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     run: RunInput,
     role: NewMessage["role"],
     content: string,
-    at: Date,
+    timestamp: string,
     step: string | null,
     node: string | null,
   ): NewMessage {
@@ -241,7 +245,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
       origin: "agent",
       role,
       content,
-      timestamp: at.toISOString(),
+      timestamp,
       tokenCount: estimateTokens(content),
       runId: run.runId,
       stepId: step,

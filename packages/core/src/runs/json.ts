@@ -27,14 +27,14 @@ export function runDocument(outcome: RunOutcome, channel: ChannelRecord, flow: F
         flow_version: flow.version,
         environment: channel.environment,
         execution_order: outcome.executionOrder,
-        started_at: outcome.startedAt.toISOString(),
-        completed_at: outcome.completedAt.toISOString(),
+        started_at: outcome.startedAt,
+        completed_at: outcome.completedAt,
         livechat_mode: outcome.livechatMode,
       },
     },
     usage: {
       total_nodes: outcome.executionOrder.length,
-      duration_ms: outcome.completedAt.getTime() - outcome.startedAt.getTime(),
+      duration_ms: outcome.durationMs,
     },
     error: outcome.status === "error" ? { code: "flow_error", message: outcome.error ?? "The flow failed." } : null,
   };

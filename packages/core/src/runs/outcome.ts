@@ -11,8 +11,11 @@ export interface RunOutcome {
   /** Messages this run produced (not the user's), in order. */
   produced: NewMessage[];
   executionOrder: string[];
-  startedAt: Date;
-  completedAt: Date;
+  /** ISO 8601. */
+  startedAt: string;
+  /** ISO 8601. */
+  completedAt: string;
+  durationMs: number;
   /** Set when the run handed the conversation over to live chat. */
   livechatMode: ConversationMode | null;
 }
