@@ -20,6 +20,7 @@ import {
   rowToMessage,
   rowToRun,
   runToRow,
+  storedMessage,
   toJson,
 } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
@@ -123,7 +124,7 @@ export class KyselyStorage implements Storage {
       const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
       const statements = rows.length > 0 ? [queries.insertMessages.get(rows.length).bind(rows.flatMap(messageValues)), insertRun] : [insertRun];
       // What was stored, from what was given rather than parsed back from the rows.
-      const stored: MessageRecord[] = messages.map((message, i) => ({ ...message, conversationId: conversation.id, turnIndex: first + i }));
+      const stored = messages.map((message, i) => storedMessage(conversation.id, first + i, message));
       return { statements, stored };
     };
 
