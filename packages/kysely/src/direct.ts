@@ -12,7 +12,10 @@ export interface DirectConnection {
    * statements must then queue behind it through Kysely, or they would run inside it.
    */
   available(): boolean;
-  /** The rows of a statement (empty for one that returns none). */
+  /**
+   * The rows of a statement (empty for one that returns none). A statement names its
+   * columns rather than selecting `*`, so that what it returns does not change under it.
+   */
   rows<Row>(query: CompiledQuery<Row>): Row[];
   /** Runs `work` in one transaction: committed when it returns, rolled back when it throws. */
   transaction<T>(work: () => T): T;

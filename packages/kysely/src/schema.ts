@@ -96,3 +96,34 @@ export interface RunsTable {
   completed_at: string;
   duration_ms: number;
 }
+
+/**
+ * `columns` when it names every column of `Table` (a compile-time check both ways): the
+ * request path selects explicit columns, never `*`, so that a column another process's
+ * migration adds does not change what its statements return.
+ */
+function everyColumn<Table>() {
+  return <const Columns extends readonly (keyof Table & string)[]>(
+    ...columns: Columns & ([Exclude<keyof Table, Columns[number]>] extends [never] ? unknown : { missing: Exclude<keyof Table, Columns[number]> })
+  ): Columns => columns;
+}
+
+export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
+  "id", "tenant_id", "name", "type", "mode", "environment", "state", "flow_name", "allowed_origins", "default_stream",
+  "require_signature", "signing_secret_encrypted", "api_key_hint", "client_id", "languages", "livechat_messages",
+  "created_at", "updated_at",
+);
+
+export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(
+  "id", "tenant_id", "channel_id", "mode", "flow_state", "next_turn", "livechat_conversation_id", "created_at", "updated_at",
+);
+
+export const MESSAGE_COLUMNS = everyColumn<MessagesTable>()(
+  "conversation_id", "turn_index", "origin", "role", "content", "timestamp", "token_count", "run_id", "step_id",
+  "node_type", "tool_calls", "tool_call_id", "livechat_message_id", "sender",
+);
+
+export const RUN_COLUMNS = everyColumn<RunsTable>()(
+  "id", "conversation_id", "channel_id", "tenant_id", "status", "flow_name", "flow_version", "result", "error",
+  "execution_order", "started_at", "completed_at", "duration_ms",
+);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { keepingStatements } from "./sqlite.js";
+import { keepingStatements, rowMaker } from "./sqlite.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -65,5 +65,28 @@ describe("keepingStatements", () => {
     other.close();
     expect(db.prepare("select * from t").all([])).toEqual([{ id: 1, name: "x" }]);
     db.close();
+  });
+});
+
+describe("rowMaker", () => {
+  it("names the values of a row as better-sqlite3 does, whatever the column names", () => {
+    const database = new BetterSqlite3(":memory:");
+    const sql = `select 1 as "a", 'two' as "quote""d", null as "back\\slash", 4.5 as "new
+line", x'00ff' as "é ü 😀", 6 as "a", 7 as "constructor"`;
+    const objects = database.prepare(sql).all();
+    const raw = database.prepare(sql).raw(true);
+    const maker = rowMaker(raw.columns().map((column) => column.name));
+    const rows = raw.all().map((values) => maker.make(values as unknown[]));
+    expect(maker.width).toBe(7);
+    expect(rows).toEqual(objects);
+    expect(Object.keys(rows[0] as object)).toEqual(Object.keys(objects[0] as object));
+    database.close();
+  });
+
+  it("keeps a column named __proto__ as a value, never as the prototype", () => {
+    const row = rowMaker(["id", "__proto__"]).make([1, { polluted: true }]);
+    expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
+    expect(Object.keys(row)).toEqual(["id", "__proto__"]);
+    expect((row as { polluted?: unknown }).polluted).toBeUndefined();
   });
 });

@@ -33,7 +33,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  */
 function directConnection(database: BetterSqlite3.Database): DirectConnection {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
-  const columns = new WeakMap<BetterSqlite3.Statement, readonly string[]>();
+  const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   const inTransaction = database.transaction((work: () => unknown) => work());
   return {
     available: () => database.open && !database.inTransaction,
@@ -43,24 +43,55 @@ function directConnection(database: BetterSqlite3.Database): DirectConnection {
         statement.run(query.parameters as unknown[]);
         return [];
       }
-      let names = columns.get(statement);
-      if (!names) {
-        names = statement.columns().map((column) => column.name);
-        columns.set(statement, names);
-      }
       const rows = statement.all(query.parameters as unknown[]);
-      for (let i = 0; i < rows.length; i++) rows[i] = rowOf(names, rows[i] as unknown[]) as never;
+      let maker = rowMakers.get(statement);
+      for (let i = 0; i < rows.length; i++) {
+        const values = rows[i] as unknown[];
+        // The columns are read once per statement; a count that differs means they changed.
+        if (maker?.width !== values.length) {
+          maker = rowMaker(statement.columns().map((column) => column.name));
+          rowMakers.set(statement, maker);
+        }
+        rows[i] = maker.make(values) as never;
+      }
       return rows as Row[];
     },
     transaction: <T>(work: () => T) => inTransaction(work) as T,
   };
 }
 
-/** A row as an object keyed by its column names, as better-sqlite3 would have made it. */
-function rowOf(names: readonly string[], values: readonly unknown[]): Record<string, unknown> {
-  const row: Record<string, unknown> = {};
-  for (let i = 0; i < names.length; i++) row[names[i] as string] = values[i];
-  return row;
+/** Makes the rows of a statement that returns {@link RowMaker.width} columns. */
+export interface RowMaker {
+  width: number;
+  make(values: readonly unknown[]): Record<string, unknown>;
+}
+
+/**
+ * Makes a statement's rows, named by its columns, as better-sqlite3 would have (a later
+ * column of the same name wins). The maker is an object literal compiled once per statement,
+ * so that every row has one hidden class: properties added one by one would turn a row of
+ * more than a dozen columns into a slow dictionary. Where code generation is disallowed
+ * (`--disallow-code-generation-from-strings`), or a column is named `__proto__` (which a
+ * literal would take as the prototype), rows are built property by property.
+ */
+export function rowMaker(names: readonly string[]): RowMaker {
+  const width = names.length;
+  if (!names.includes("__proto__")) {
+    try {
+      const fields = names.map((name, i) => `${JSON.stringify(name)}: values[${i}]`).join(", ");
+      return { width, make: new Function("values", `return { ${fields} };`) as RowMaker["make"] };
+    } catch {
+      // Code generation is disallowed: built one by one below.
+    }
+  }
+  return {
+    width,
+    make(values) {
+      const row: Record<string, unknown> = {};
+      for (let i = 0; i < width; i++) Object.defineProperty(row, names[i] as string, { value: values[i], writable: true, enumerable: true, configurable: true });
+      return row;
+    },
+  };
 }
 
 /** Most prepared statements kept per database: the request path uses about ten. */

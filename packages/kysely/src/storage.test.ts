@@ -233,6 +233,27 @@ describe("keys", () => {
   });
 });
 
+describe("the request path's reads on SQLite", () => {
+  it("return what they returned after another process's migration adds columns", async () => {
+    const file = tempFile();
+    const storage = await migrated(file);
+    const { channel, key } = await seed(storage);
+    const conversationId = randomUUID();
+    await storage.completeRun(runInput(channel, conversationId, ["Hello", "Echo: Hello"]));
+    const before = [await storage.findKeyByHash(key.hash), await storage.findConversation(conversationId), await storage.listRecentMessages(conversationId, 10)];
+
+    const other = new BetterSqlite3(file);
+    other.exec(`ALTER TABLE channels ADD COLUMN extra TEXT DEFAULT 'x';
+      ALTER TABLE conversations ADD COLUMN extra TEXT DEFAULT 'x';
+      ALTER TABLE messages ADD COLUMN extra TEXT DEFAULT 'x';`);
+    other.close();
+
+    const after = [await storage.findKeyByHash(key.hash), await storage.findConversation(conversationId), await storage.listRecentMessages(conversationId, 10)];
+    expect(after).toEqual(before);
+    expect(before[0]).toEqual({ key, channel });
+  });
+});
+
 describe("completeRun", () => {
   it("creates the conversation of a new run and numbers its messages from 0", async () => {
     const storage = await migrated();
