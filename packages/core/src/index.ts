@@ -3,7 +3,7 @@ export type { Logger, ServiceContext, RegisteredFlow } from "./context.js";
 export type { ChannelPlugin } from "./plugins.js";
 export type { Route, RouteParams } from "./http/router.js";
 export { json, errorReply } from "./http/respond.js";
-export { toResponse, fromResponse, isReplyStream, type Reply, type ReplyStream, type ReplyChunk, type IncomingRequest } from "./http/reply.js";
+export { toResponse, fromResponse, isReplyStream, type Reply, type ReplyStream, type ReplyChunk, type IncomingRequest, type RequestHeaders } from "./http/reply.js";
 export { authenticateApiKey, bearerToken } from "./auth/authenticate.js";
 
 export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage } from "./flows/define.js";

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ClientLink } from "./client.js";
+import { NodeRequestHeaders } from "./headers.js";
 import type { IncomingRequest } from "@channelkit/core";
 
 /** What a framework adapter may hand {@link toWebRequest} instead of reading it off the Node request. */
@@ -45,7 +46,7 @@ export class NodeIncomingRequest implements IncomingRequest {
   readonly #req: IncomingMessage;
   readonly #client: ClientLink;
   readonly #body: Uint8Array | undefined;
-  #headers: Headers | undefined;
+  #headers: NodeRequestHeaders | undefined;
   #stream: ReadableStream<Uint8Array> | undefined;
   #read = false;
 
@@ -71,9 +72,9 @@ export class NodeIncomingRequest implements IncomingRequest {
     return this.#client.onGone(listener);
   }
 
-  /** The request's headers, as received (a Web `Headers`, built on first read). */
-  get headers(): Headers {
-    return (this.#headers ??= headersOf(this.#req));
+  /** The request's headers, as received. */
+  get headers(): NodeRequestHeaders {
+    return (this.#headers ??= new NodeRequestHeaders(this.#req));
   }
 
   /** The body as a Web stream, made on first access (like a Request's, the same stream each time). */

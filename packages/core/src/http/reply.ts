@@ -5,9 +5,9 @@
  */
 export interface IncomingRequest {
   readonly method: string;
-  /** The absolute URL. */
+  /** The absolute URL, serialized as `URL.href` writes it (a `Request`'s `url` is). */
   readonly url: string;
-  readonly headers: Headers;
+  readonly headers: RequestHeaders;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
   /**
@@ -21,6 +21,17 @@ export interface IncomingRequest {
   arrayBuffer(): Promise<ArrayBuffer>;
   /** The whole body as bytes, where the runtime offers it (newer `Request`s do): no copy into an `ArrayBuffer`. */
   bytes?(): Promise<Uint8Array>;
+}
+
+/**
+ * What a handler reads of a request's headers: a Web `Headers` has it. Names are
+ * case-insensitive; a header sent several times reads as its values joined by `, `.
+ */
+export interface RequestHeaders {
+  get(name: string): string | null;
+  has(name: string): boolean;
+  /** Every header, by lower-case name in sorted order, as `Headers` iterates them. */
+  forEach(callback: (value: string, name: string) => void): void;
 }
 
 /** A piece of a streamed body: bytes, or text sent as UTF-8. */
