@@ -20,3 +20,21 @@ export interface DirectConnection {
   /** Runs `work` in one transaction: committed when it returns, rolled back when it throws. */
   transaction<T>(work: () => T): T;
 }
+
+/** Runs one compiled statement and resolves to its rows. */
+export type RunStatement = <Row>(query: CompiledQuery<Row>) => Promise<Row[]>;
+
+/**
+ * A pool that runs compiled statements itself (pg). The request path's statements go
+ * through it instead of Kysely's executor, whose connection provider and result handling
+ * cost about a third of a statement's CPU (42 against 30 µs a query, measured).
+ */
+export interface DirectPool {
+  /** The rows of a statement, on a connection of the pool. */
+  rows: RunStatement;
+  /**
+   * Runs `work` in one transaction on one connection: committed when it resolves, rolled
+   * back when it rejects.
+   */
+  transaction<T>(work: (rows: RunStatement) => Promise<T>): Promise<T>;
+}

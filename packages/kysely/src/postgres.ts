@@ -6,8 +6,10 @@ import {
   type PostgresPoolClient,
   type PostgresQueryResult,
 } from "kysely";
+import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Database } from "./schema.js";
+import type { DirectPool, RunStatement } from "./direct.js";
 import { KyselyStorage } from "./storage.js";
 
 /**
@@ -43,6 +45,12 @@ export interface PostgresOptions {
    * channelkit's transactions never idle: they send their statements back to back.
    */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * Run the request path's statements as named prepared statements, parsed and planned once
+   * per connection (default true). Turn off behind a pooler that cannot keep them, such as
+   * PgBouncer before 1.21 in transaction mode.
+   */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -67,12 +75,65 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
       : urlOrPool;
   // An idle client losing its connection emits on the pool; unhandled, that would crash the process.
   pool.on("error", () => undefined);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: guarded(pool) }) });
+  const safe = guarded(pool);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: safe }) });
   return new KyselyStorage(db, {
+    pool: directPool(safe, options.preparedStatements ?? true),
     onClose: async () => {
       if (owned) await db.destroy();
     },
   });
+}
+
+/**
+ * The request path's statements on the guarded pool (see {@link DirectPool}), with the
+ * transaction protocol of Kysely's: `begin`, the statements, `commit`; on failure
+ * `rollback` (which fails at once on a broken connection) and the connection released,
+ * discarded when broken.
+ */
+function directPool(pool: GuardedPool, prepared: boolean): DirectPool {
+  const on = (client: GuardedClient): RunStatement => async (query) =>
+    (await (prepared ? client.prepared(query.sql, query.parameters) : client.query(query.sql, query.parameters))).rows as never;
+  return {
+    async rows(query) {
+      const client = await pool.connect();
+      try {
+        return await on(client)(query);
+      } finally {
+        client.release();
+      }
+    },
+    async transaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query("begin", []);
+        const result = await work(on(client));
+        await client.query("commit", []);
+        return result;
+      } catch (error) {
+        await client.query("rollback", []).catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+  };
+}
+
+/** SQLSTATE of "cached plan must not change result type". */
+const STALE_PREPARED_STATEMENT = "0A000";
+
+const statementNames = new Map<string, string>();
+
+/** A name for a statement's text, the same in every process (`ck_` and 24 hex digits of its SHA-256). */
+function statementName(sql: string): string {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    name = `ck_${createHash("sha256").update(sql).digest("hex").slice(0, 24)}`;
+    // The request path has a few statement texts; a bound keeps a pathological caller from growing this.
+    if (statementNames.size < 1000) statementNames.set(sql, name);
+  }
+  return name;
 }
 
 /** Marks a client that already has an error listener. */
@@ -90,7 +151,7 @@ const listening = new WeakSet<pg.PoolClient>();
  *   instead of queueing behind the lost one, and it is removed from the pool on release
  *   instead of being handed to the next request.
  */
-function guarded(pool: pg.Pool): PostgresPool {
+function guarded(pool: pg.Pool): GuardedPool {
   return {
     async connect() {
       const client = await pool.connect();
@@ -102,6 +163,12 @@ function guarded(pool: pg.Pool): PostgresPool {
     },
     end: () => pool.end(),
   };
+}
+
+/** The pool as Kysely sees it (a `PostgresPool`), handing out {@link GuardedClient}s. */
+interface GuardedPool {
+  connect(): Promise<GuardedClient>;
+  end(): Promise<void>;
 }
 
 /** One checkout of a pool client; see {@link guarded}. */
@@ -121,15 +188,30 @@ class GuardedClient implements PostgresPoolClient {
     return this.#run<R>(sql, parameters ?? []);
   }
 
-  async #run<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+  async #run<R>(sql: string, parameters: ReadonlyArray<unknown>, name?: string): Promise<PostgresQueryResult<R>> {
     if (this.#broken) throw new Error("channelkit: the database connection failed and is being discarded", { cause: this.#broken });
     try {
-      return (await this.#client.query(sql, [...parameters])) as unknown as PostgresQueryResult<R>;
+      const values = [...parameters];
+      const result = name === undefined ? await this.#client.query(sql, values) : await this.#client.query({ name, text: sql, values });
+      return result as unknown as PostgresQueryResult<R>;
     } catch (error) {
-      // Only an error the server reported proves that the connection is still in step.
-      if (!(error instanceof pg.DatabaseError)) this.#broken = error instanceof Error ? error : new Error(String(error));
+      // Only an error the server reported proves that the connection is still in step. A
+      // prepared statement whose result changed under it (another process migrated) fails
+      // on this connection until it closes, so the connection is discarded too.
+      if (!(error instanceof pg.DatabaseError) || error.code === STALE_PREPARED_STATEMENT) {
+        this.#broken = error instanceof Error ? error : new Error(String(error));
+      }
       throw error;
     }
+  }
+
+  /**
+   * Runs a statement as a named prepared statement, which each connection parses and plans
+   * once: the request path's statements are a few fixed texts, and parsing them anew cost
+   * the server more than running them. The name is derived from the text.
+   */
+  prepared<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+    return this.#run<R>(sql, parameters, statementName(sql));
   }
 
   release(): void {

@@ -9,7 +9,7 @@ import type {
   TenantRecord,
 } from "@channelkit/core";
 import type { CompiledQuery, Kysely, Updateable } from "kysely";
-import type { DirectConnection } from "./direct.js";
+import type { DirectConnection, DirectPool, RunStatement } from "./direct.js";
 import {
   channelToRow,
   keyToRow,
@@ -33,6 +33,8 @@ export interface KyselyStorageOptions {
   onClose?: () => Promise<void>;
   /** Where the dialect can run statements synchronously (better-sqlite3): the request path's go there. */
   direct?: DirectConnection;
+  /** Where the dialect's pool can run statements itself (pg): the request path's go there. */
+  pool?: DirectPool;
 }
 
 /**
@@ -43,12 +45,14 @@ export class KyselyStorage implements Storage {
   readonly db: Kysely<Database>;
   readonly #onClose: () => Promise<void>;
   readonly #direct: DirectConnection | undefined;
+  readonly #pool: DirectPool | undefined;
   readonly #queries: ReturnType<typeof requestPathQueries>;
 
   constructor(db: Kysely<Database>, options: KyselyStorageOptions = {}) {
     this.db = db;
     this.#onClose = options.onClose ?? (() => db.destroy());
     this.#direct = options.direct;
+    this.#pool = options.pool;
     this.#queries = requestPathQueries(db);
   }
 
@@ -56,6 +60,7 @@ export class KyselyStorage implements Storage {
   #rows<Row>(query: CompiledQuery<Row>): Row[] | Promise<Row[]> {
     const direct = this.#direct;
     if (direct?.available()) return direct.rows(query);
+    if (this.#pool) return this.#pool.rows(query);
     return this.db.executeQuery(query).then((result) => result.rows as Row[]);
   }
 
@@ -135,11 +140,13 @@ export class KyselyStorage implements Storage {
         return stored;
       });
     }
-    return this.db.transaction().execute(async (trx) => {
-      const { statements, stored } = writes((await trx.executeQuery(allocate)).rows);
-      for (const statement of statements) await trx.executeQuery(statement);
+    const inTransaction = async (rows: RunStatement) => {
+      const { statements, stored } = writes(await rows(allocate));
+      for (const statement of statements) await rows(statement);
       return stored;
-    });
+    };
+    if (this.#pool) return this.#pool.transaction(inTransaction);
+    return this.db.transaction().execute((trx) => inTransaction(async (query) => (await trx.executeQuery(query)).rows));
   }
 
   async findRun(id: string) {

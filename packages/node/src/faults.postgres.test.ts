@@ -500,8 +500,10 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       const before = await history(id);
 
       // The conversation row is locked and updated; the link goes dark as the messages are
-      // inserted. The service gives up; the server never hears of it again.
-      const runId = await runInterrupted(id, proxy.failOn('insert into "messages"', "dark"));
+      // inserted (the first statement to carry the payload: statements are prepared, so
+      // their SQL text crosses a connection only once). The service gives up; the server
+      // never hears of it again.
+      const runId = await runInterrupted(id, proxy.failOn("lost words", "dark"));
       proxy.restore({ forgetOld: true });
 
       // The server ended the abandoned transaction idleInTransactionTimeoutMs after its last
