@@ -1,5 +1,5 @@
 export { KyselyStorage, type KyselyStorageOptions } from "./storage.js";
-export type { DirectConnection } from "./direct.js";
+export type { DirectConnection, DirectPool, RunStatement } from "./direct.js";
 export { sqlite, type SqliteOptions } from "./sqlite.js";
 export { postgres, type PostgresOptions } from "./postgres.js";
 export { openStorage } from "./open.js";
