@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ClientLink } from "./client.js";
 import { NodeRequestHeaders } from "./headers.js";
-import type { IncomingRequest } from "@channelkit/core";
+import type { IncomingRequest, RequestHeaders } from "@channelkit/core";
 
 /** What a framework adapter may hand {@link toWebRequest} instead of reading it off the Node request. */
 export interface WebRequestOverrides {
@@ -73,7 +73,7 @@ export class NodeIncomingRequest implements IncomingRequest {
   }
 
   /** The request's headers, as received. */
-  get headers(): NodeRequestHeaders {
+  get headers(): RequestHeaders {
     return (this.#headers ??= new NodeRequestHeaders(this.#req));
   }
 
