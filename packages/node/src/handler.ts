@@ -28,7 +28,8 @@ const RUNTIME_ERROR = JSON.stringify({ error: { code: "runtime_error", message: 
 
 /**
  * Answers one Node request with a channel service: the request translated (exact body bytes,
- * client disconnect → aborted signal), the answer streamed back with back-pressure. Never rejects: a failure before the status line is a 500 `runtime_error`,
+ * client disconnect → `onClientGone` and an aborted signal), the answer streamed back with
+ * back-pressure. Never rejects: a failure before the status line is a 500 `runtime_error`,
  * one after it cuts the connection. The building block of {@link toNodeHandler} and of the
  * Express and Fastify adapters.
  *

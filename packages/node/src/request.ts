@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingRequest, RequestHeaders } from "@channelkit/core";
 import { ClientLink } from "./client.js";
 import { NodeRequestHeaders } from "./headers.js";
-import type { IncomingRequest, RequestHeaders } from "@channelkit/core";
 
 /** What a framework adapter may hand {@link toWebRequest} instead of reading it off the Node request. */
 export interface WebRequestOverrides {

@@ -4,7 +4,7 @@ import type { FlowEvent } from "../flows/events.js";
 import type { ChannelRecord, ConversationMode, NewMessage, Storage } from "../storage/types.js";
 import type { RunAbort } from "./abort.js";
 import type { RunOutcome } from "./outcome.js";
-import { isoTimestamp } from "./timestamp.js";
+import { isoNow, isoTimestamp } from "./timestamp.js";
 
 /** A part of the live reply, in the UI message stream's own shapes. */
 export type TextPart =
@@ -71,7 +71,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   // Called only with a text open: a generator's creation is not free on the hot path.
   function* closeText(): Generator<TextPart> {
     if (!open) return;
-    produced.push(agentMessage(input, "assistant", open.content, isoTimestamp(Date.now()), stepId, nodeType));
+    produced.push(agentMessage(input, "assistant", open.content, isoNow(), stepId, nodeType));
     if (live) yield { type: "text-end", id: open.id };
     open = null;
   }
@@ -151,7 +151,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
             if (event.toolCalls) last.toolCalls = event.toolCalls;
           } else {
             if (open) yield* closeText();
-            const tool = agentMessage(input, "tool", event.content, isoTimestamp(Date.now()), stepId, nodeType);
+            const tool = agentMessage(input, "tool", event.content, isoNow(), stepId, nodeType);
             tool.toolCallId = event.toolCallId ?? null;
             tool.toolCalls = event.toolCalls ?? null;
             produced.push(tool);
@@ -188,7 +188,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   }
   if (open) {
     const text = open as OpenText;
-    produced.push(agentMessage(input, "assistant", text.content, isoTimestamp(Date.now()), stepId, nodeType));
+    produced.push(agentMessage(input, "assistant", text.content, isoNow(), stepId, nodeType));
     if (status !== "cancelled" && live) yield { type: "text-end", id: text.id };
     open = null;
   }

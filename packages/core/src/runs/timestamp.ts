@@ -17,6 +17,11 @@ export function isoTimestamp(ms: number): string {
   return `${lastPrefix}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`;
 }
 
+/** The current time as {@link isoTimestamp} writes it. */
+export function isoNow(): string {
+  return isoTimestamp(Date.now());
+}
+
 let lastSecond = Number.NaN;
 /** `YYYY-MM-DDTHH:mm:ss.` of {@link lastSecond}. */
 let lastPrefix = "";
