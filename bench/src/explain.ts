@@ -3,7 +3,7 @@
  * storage itself (a Kysely logger records the SQL it sends) and explained on the seeded
  * database. A plan that scans a table or sorts is flagged.
  */
-import { KyselyStorage } from "@channelkit/kysely";
+import { kyselyStorage } from "@channelkit/kysely";
 import type { Database } from "@channelkit/kysely";
 import BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
@@ -37,7 +37,7 @@ export async function explainRequestPath(store: StoreKind, location: string, see
       if (event.level === "query") captured.push({ operation, query: event.query });
     },
   });
-  const storage = new KyselyStorage(db);
+  const storage = kyselyStorage(db);
   try {
     operation = "authenticate: findKeyByHash";
     await storage.findKeyByHash(await hashApiKey(seed.echoKey));
@@ -48,19 +48,29 @@ export async function explainRequestPath(store: StoreKind, location: string, see
     operation = "";
     const found = await storage.findKeyByHash(await hashApiKey(seed.echoKey));
     if (!found) throw new Error("bench: the echo key is missing");
-    operation = "execute: completeRun";
     const at = new Date().toISOString();
-    const conversationId = crypto.randomUUID();
-    const runId = crypto.randomUUID();
-    await storage.completeRun({
-      run: {
-        id: runId, conversationId, channelId: found.channel.id, tenantId: found.channel.tenantId, status: "success", flowName: "echo",
-        flowVersion: "1", result: null, error: null, executionOrder: ["echo"], startedAt: at, completedAt: at, durationMs: 0,
-      },
-      conversation: { id: conversationId, tenantId: found.channel.tenantId, channelId: found.channel.id },
-      messages: [
-        { origin: "agent", role: "user", content: "plan", timestamp: at, tokenCount: 1, runId, stepId: null, nodeType: null, toolCalls: null, toolCallId: null, livechatMessageId: null, sender: null },
-      ],
+    const conversation = { id: crypto.randomUUID(), tenantId: found.channel.tenantId, channelId: found.channel.id, isNew: true };
+    const message = (runId: string, role: "user" | "assistant") =>
+      ({ origin: "agent", role, content: "plan", timestamp: at, tokenCount: 1, runId, stepId: null, nodeType: null, toolCalls: null, toolCallId: null, livechatMessageId: null, sender: null }) as const;
+    for (const isNew of [true, false]) {
+      const runId = crypto.randomUUID();
+      const run = {
+        id: runId, conversationId: conversation.id, channelId: found.channel.id, tenantId: found.channel.tenantId, status: "running" as const,
+        flowName: "echo", flowVersion: "1", result: null, error: null, executionOrder: ["echo"], startedAt: at, completedAt: at, durationMs: 0,
+      };
+      const which = isNew ? "new conversation" : "existing conversation";
+      operation = `execute (${which}): beginRun`;
+      const begun = await storage.beginRun({ conversation: { ...conversation, isNew }, run, userMessage: message(runId, "user"), now: at, leaseUntil: at });
+      operation = `execute (${which}): completeRun`;
+      await storage.completeRun({
+        run: { ...run, status: "success" }, conversation: { ...conversation, isNew }, ticket: begun.ticket, claimed: true,
+        messages: [message(runId, "assistant")], claimUntil: at,
+      });
+    }
+    operation = "waiting run: claimTurn";
+    await storage.claimTurn({
+      conversation: { ...conversation, isNew: false }, ticket: 99, now: at, leaseUntil: at, claimUntil: at, userMessage: message(crypto.randomUUID(), "user"),
+      run: { id: crypto.randomUUID(), conversationId: conversation.id, channelId: found.channel.id, tenantId: found.channel.tenantId, status: "running", flowName: "echo", flowVersion: "1", result: null, error: null, executionOrder: [], startedAt: at, completedAt: at, durationMs: 0 },
     });
 
     const plans: QueryPlan[] = [];

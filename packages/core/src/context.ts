@@ -2,6 +2,7 @@ import type { SecretBox } from "./auth/secret-box.js";
 import type { TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
 import type { FlowIdentity } from "./runs/json.js";
+import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { Storage } from "./storage/types.js";
 
 /** Where the service reports what it cannot answer with: failures of its own, warnings. */
@@ -24,11 +25,6 @@ export interface ServiceContext {
   maxBodyBytes: number;
   historyLimit: number;
   estimateTokens: TokenEstimator;
-  /** Aborted by `close()`: every run in flight stops and is stored `cancelled`. */
-  shutdown: AbortSignal;
-  /**
-   * Counts work that may outlive its response (a run being stored) and returns the function
-   * that ends it (calling it again does nothing): `close()` waits until none is left.
-   */
-  begin(): () => void;
+  /** The runs in flight: start one with `startRun`, never track one by hand. */
+  runs: RunLifecycle;
 }

@@ -11,6 +11,7 @@ import { fromResponse, type IncomingRequest, type Reply, toResponse } from "./ht
 import { errorReply } from "./http/respond.js";
 import { pathnameOf } from "./http/pathname.js";
 import { Router } from "./http/router.js";
+import { RunLifecycle } from "./runs/lifecycle.js";
 import type { ChannelPlugin } from "./plugins.js";
 import type { Storage } from "./storage/types.js";
 
@@ -39,6 +40,12 @@ export interface ChannelServiceOptions {
   estimateTokens?: TokenEstimator;
   /** Receives warnings and unexpected failures (default: `console`). Secrets are never passed to it. */
   logger?: Logger;
+  /**
+   * How long a run holds its conversation's turn without renewing it, in ms (default 30000).
+   * A run renews it every third of this while it runs; when the instance running it stops,
+   * the conversation's next run takes over after at most this long.
+   */
+  turnLeaseMs?: number;
 }
 
 /** One route a service answers: a method and a path pattern, `:name` segments for parameters. */
@@ -103,10 +110,6 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     flows.set(flow.name, { flow, name: flow.name, id: flow.id ?? (await uuidV5(flow.name)), version: flow.version ?? null });
   }
 
-  const shutdown = new AbortController();
-  // A count and one waiter rather than a promise per run: this is on every execute's path.
-  let running = 0;
-  let idle: (() => void) | null = null;
   const ctx: ServiceContext = {
     storage: options.storage,
     flows,
@@ -115,21 +118,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
-    shutdown: shutdown.signal,
-    begin() {
-      running++;
-      let ended = false;
-      return () => {
-        if (ended) return;
-        ended = true;
-        running--;
-        if (running === 0 && idle) {
-          const wake = idle;
-          idle = null;
-          wake();
-        }
-      };
-    },
+    runs: new RunLifecycle({ logger, leaseMs: options.turnLeaseMs ?? 30_000 }),
   };
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
@@ -163,8 +152,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
     async close() {
-      shutdown.abort(new Error("channelkit service closed"));
-      while (running > 0) await new Promise<void>((resolve) => (idle = resolve));
+      await ctx.runs.close();
       await options.storage.close();
     },
   };

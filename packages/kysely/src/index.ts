@@ -1,5 +1,4 @@
-export { KyselyStorage, type KyselyStorageOptions } from "./storage.js";
-export type { DirectConnection, DirectPool, RunStatement } from "./direct.js";
+export { type KyselyStorage, kyselyStorage } from "./storage.js";
 export { sqlite, type SqliteOptions } from "./sqlite.js";
 export { postgres, type PostgresOptions } from "./postgres.js";
 export { openStorage } from "./open.js";

@@ -171,7 +171,7 @@ export function rowToMessage(row: Selectable<MessagesTable>): MessageRecord {
   };
 }
 
-export function runToRow(run: RunRecord): RunsTable {
+export function runToRow(run: RunRecord, ticket: number | null): RunsTable {
   return {
     id: run.id,
     conversation_id: run.conversationId,
@@ -186,6 +186,7 @@ export function runToRow(run: RunRecord): RunsTable {
     started_at: run.startedAt,
     completed_at: run.completedAt,
     duration_ms: run.durationMs,
+    ticket,
   };
 }
 

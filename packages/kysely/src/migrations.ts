@@ -1,4 +1,5 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
+import { runTurns } from "./migration-0002-run-turns.js";
 
 /**
  * One migration set for every dialect: only portable column types, so SQLite and Postgres
@@ -109,6 +110,7 @@ export const migrations: Record<string, Migration> = {
       }
     },
   },
+  "0002_run_turns": runTurns,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

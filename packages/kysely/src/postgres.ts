@@ -1,4 +1,5 @@
 import {
+  type CompiledQuery,
   Kysely,
   type PostgresCursor,
   PostgresDialect,
@@ -9,7 +10,7 @@ import {
 import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Database } from "./schema.js";
-import type { DirectPool, RunStatement } from "./direct.js";
+import { type Executor, runBody } from "./executor.js";
 import { KyselyStorage } from "./storage.js";
 
 /**
@@ -77,37 +78,39 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
   pool.on("error", () => undefined);
   const safe = guarded(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: safe }) });
-  return new KyselyStorage(db, {
-    pool: directPool(safe, options.preparedStatements ?? true),
-    onClose: async () => {
+  return new KyselyStorage(
+    db,
+    pgExecutor(safe, options.preparedStatements ?? true, async () => {
       if (owned) await db.destroy();
-    },
-  });
+    }),
+  );
 }
 
 /**
- * The request path's statements on the guarded pool (see {@link DirectPool}), with the
- * transaction protocol of Kysely's: `begin`, the statements, `commit`; on failure
- * `rollback` (which fails at once on a broken connection) and the connection released,
- * discarded when broken.
+ * Statements on the guarded pool rather than through Kysely's executor, whose connection
+ * provider and result handling cost about a third of a statement's CPU (42 against 30 µs a
+ * query, measured). Transactions follow Kysely's protocol: `begin`, the statements,
+ * `commit`; on failure `rollback` (which fails at once on a broken connection) and the
+ * connection released, discarded when broken.
  */
-function directPool(pool: GuardedPool, prepared: boolean): DirectPool {
-  const on = (client: GuardedClient): RunStatement => async (query) =>
-    (await (prepared ? client.prepared(query.sql, query.parameters) : client.query(query.sql, query.parameters))).rows as never;
+function pgExecutor(pool: GuardedPool, prepared: boolean, close: () => Promise<void>): Executor {
+  const on = (client: GuardedClient) => async (query: CompiledQuery) =>
+    (await (prepared ? client.prepared(query.sql, query.parameters) : client.query(query.sql, query.parameters))).rows as unknown[];
   return {
-    async rows(query) {
+    close,
+    async rows<Row>(query: CompiledQuery<Row>) {
       const client = await pool.connect();
       try {
-        return await on(client)(query);
+        return (await on(client)(query)) as Row[];
       } finally {
         client.release();
       }
     },
-    async transaction(work) {
+    async transaction(body) {
       const client = await pool.connect();
       try {
         await client.query("begin", []);
-        const result = await work(on(client));
+        const result = await runBody(body(), on(client));
         await client.query("commit", []);
         return result;
       } catch (error) {

@@ -1,3 +1,5 @@
+import type { Generated } from "kysely";
+
 /**
  * The tables, as Kysely sees them. Types are portable on purpose (text, integer): the same
  * migration runs on SQLite and Postgres. JSON is stored as text; booleans as 0/1; times as
@@ -62,6 +64,9 @@ export interface ConversationsTable {
   livechat_conversation_id: string | null;
   created_at: string;
   updated_at: string;
+  next_ticket: Generated<number>;
+  serving: Generated<number>;
+  lease_until: string | null;
 }
 
 export interface MessagesTable {
@@ -95,6 +100,7 @@ export interface RunsTable {
   started_at: string;
   completed_at: string;
   duration_ms: number;
+  ticket: number | null;
 }
 
 /**
@@ -116,6 +122,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(
   "id", "tenant_id", "channel_id", "mode", "flow_state", "next_turn", "livechat_conversation_id", "created_at", "updated_at",
+  "next_ticket", "serving", "lease_until",
 );
 
 export const MESSAGE_COLUMNS = everyColumn<MessagesTable>()(
@@ -125,5 +132,5 @@ export const MESSAGE_COLUMNS = everyColumn<MessagesTable>()(
 
 export const RUN_COLUMNS = everyColumn<RunsTable>()(
   "id", "conversation_id", "channel_id", "tenant_id", "status", "flow_name", "flow_version", "result", "error",
-  "execution_order", "started_at", "completed_at", "duration_ms",
+  "execution_order", "started_at", "completed_at", "duration_ms", "ticket",
 );

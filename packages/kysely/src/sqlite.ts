@@ -1,6 +1,6 @@
 import BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
-import type { DirectConnection } from "./direct.js";
+import { type Executor, runBodySync } from "./executor.js";
 import type { Database } from "./schema.js";
 import { KyselyStorage } from "./storage.js";
 
@@ -22,41 +22,43 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  return new KyselyStorage(db, { direct: directConnection(database) });
+  return new KyselyStorage(db, sqliteExecutor(database, () => db.destroy()));
 }
 
 /**
- * The request path's statements run synchronously on better-sqlite3 (see {@link DirectConnection}).
- * Their rows are read as arrays and made objects here: better-sqlite3 builds a row object
- * through V8's API, internalizing every column name on every row, which made the key
+ * Statements run synchronously on better-sqlite3 rather than through Kysely's driver, whose
+ * promises and mutex cost more than an indexed SQLite statement; a transaction then runs
+ * whole, with no other request's statement in between. Rows are read as arrays and made
+ * objects here: better-sqlite3 builds a row object through V8's API, internalizing every column name on every row, which made the key
  * lookup's single row (26 columns) a tenth of an execute's instructions.
  */
-function directConnection(database: BetterSqlite3.Database): DirectConnection {
+function sqliteExecutor(database: BetterSqlite3.Database, close: () => Promise<void>): Executor {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
+  function rows<Row>(query: CompiledQuery<Row>): Row[] {
+    const statement = statements.prepare(query.sql) as unknown as BetterSqlite3.Statement<unknown[], unknown[]>;
+    if (!statement.reader) {
+      statement.run(query.parameters as unknown[]);
+      return [];
+    }
+    const rows = statement.all(query.parameters as unknown[]);
+    let maker = rowMakers.get(statement);
+    for (let i = 0; i < rows.length; i++) {
+      const values = rows[i] as unknown[];
+      // The columns are read once per statement; a count that differs means they changed.
+      if (maker?.width !== values.length) {
+        maker = rowMaker(statement.columns().map((column) => column.name));
+        rowMakers.set(statement, maker);
+      }
+      rows[i] = maker.make(values) as never;
+    }
+    return rows as Row[];
+  }
   const inTransaction = database.transaction((work: () => unknown) => work());
   return {
-    available: () => database.open && !database.inTransaction,
-    rows<Row>(query: CompiledQuery<Row>): Row[] {
-      const statement = statements.prepare(query.sql) as unknown as BetterSqlite3.Statement<unknown[], unknown[]>;
-      if (!statement.reader) {
-        statement.run(query.parameters as unknown[]);
-        return [];
-      }
-      const rows = statement.all(query.parameters as unknown[]);
-      let maker = rowMakers.get(statement);
-      for (let i = 0; i < rows.length; i++) {
-        const values = rows[i] as unknown[];
-        // The columns are read once per statement; a count that differs means they changed.
-        if (maker?.width !== values.length) {
-          maker = rowMaker(statement.columns().map((column) => column.name));
-          rowMakers.set(statement, maker);
-        }
-        rows[i] = maker.make(values) as never;
-      }
-      return rows as Row[];
-    },
-    transaction: <T>(work: () => T) => inTransaction(work) as T,
+    rows,
+    transaction: (body) => inTransaction(() => runBodySync(body(), rows)) as never,
+    close,
   };
 }
 

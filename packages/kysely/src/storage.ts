@@ -1,22 +1,26 @@
 import type {
   ApiKeyRecord,
+  BeginRunInput,
   ChannelPatch,
   ChannelRecord,
+  ClaimedTurn,
+  ClaimTurnInput,
   CompleteRunInput,
+  ConversationRecord,
   KeyWithChannel,
   MessageRecord,
+  RunTicket,
   Storage,
   TenantRecord,
 } from "@channelkit/core";
-import type { CompiledQuery, Kysely, Updateable } from "kysely";
-import type { DirectConnection, DirectPool, RunStatement } from "./direct.js";
+import type { Kysely, Updateable } from "kysely";
+import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
 import {
   channelToRow,
   keyToRow,
   messageToRow,
   rowToChannel,
   rowToConversation,
-  rowToKey,
   rowToMessage,
   rowToRun,
   runToRow,
@@ -24,44 +28,27 @@ import {
   toJson,
 } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
-import { PreparedQueries, PreparedQuery } from "./prepared.js";
-import { CHANNEL_COLUMNS, CONVERSATION_COLUMNS, type ChannelsTable, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
+import { requestPathQueries } from "./queries.js";
+import { type ChannelsTable, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
 
-/** Options of {@link KyselyStorage}, set by the factories (`sqlite()`, `postgres()`). */
-export interface KyselyStorageOptions {
-  /** Releases the database (default: `db.destroy()`). */
-  onClose?: () => Promise<void>;
-  /** Where the dialect can run statements synchronously (better-sqlite3): the request path's go there. */
-  direct?: DirectConnection;
-  /** Where the dialect's pool can run statements itself (pg): the request path's go there. */
-  pool?: DirectPool;
-}
+/** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
+const LAPSED = "The run was abandoned: the instance running it stopped before it ended.";
 
 /**
- * The {@link Storage} of core on any Kysely dialect. Dialect differences stay in the
- * factories (`sqlite()`); every query here is portable SQL, built and compiled by Kysely.
+ * The {@link Storage} of core on Kysely: every statement is portable SQL built by Kysely
+ * and run through one {@link Executor}, the store's own (see `sqlite()` and `postgres()`).
  */
 export class KyselyStorage implements Storage {
+  /** The Kysely instance, for migrations and your own queries on the same database. */
   readonly db: Kysely<Database>;
-  readonly #onClose: () => Promise<void>;
-  readonly #direct: DirectConnection | undefined;
-  readonly #pool: DirectPool | undefined;
+  readonly #exec: Executor;
   readonly #queries: ReturnType<typeof requestPathQueries>;
 
-  constructor(db: Kysely<Database>, options: KyselyStorageOptions = {}) {
+  /** @internal Use `sqlite()`, `postgres()` or `openStorage()`. */
+  constructor(db: Kysely<Database>, executor: Executor) {
     this.db = db;
-    this.#onClose = options.onClose ?? (() => db.destroy());
-    this.#direct = options.direct;
-    this.#pool = options.pool;
+    this.#exec = executor;
     this.#queries = requestPathQueries(db);
-  }
-
-  /** The rows of a request-path statement: directly when the dialect allows, else through Kysely. */
-  #rows<Row>(query: CompiledQuery<Row>): Row[] | Promise<Row[]> {
-    const direct = this.#direct;
-    if (direct?.available()) return direct.rows(query);
-    if (this.#pool) return this.#pool.rows(query);
-    return this.db.executeQuery(query).then((result) => result.rows as Row[]);
   }
 
   migrate(): Promise<void> {
@@ -69,11 +56,11 @@ export class KyselyStorage implements Storage {
   }
 
   close(): Promise<void> {
-    return this.#onClose();
+    return this.#exec.close();
   }
 
   async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
-    const row = (await this.#rows(this.#queries.keyByHash.bind([hash])))[0];
+    const row = (await this.#exec.rows(this.#queries.keyByHash.bind([hash])))[0];
     if (!row) return null;
     const key: ApiKeyRecord = {
       id: row.key_id,
@@ -90,197 +77,233 @@ export class KyselyStorage implements Storage {
     return { key, channel: rowToChannel(row) };
   }
 
-  async findConversation(id: string) {
-    const row = (await this.#rows(this.#queries.conversation.bind([id])))[0];
+  async findConversation(id: string): Promise<ConversationRecord | null> {
+    const row = (await this.#exec.rows(this.#queries.conversation.bind([id])))[0];
     return row ? rowToConversation(row) : null;
   }
 
   async listRecentMessages(conversationId: string, limit: number): Promise<MessageRecord[]> {
-    const rows = await this.#rows(this.#queries.recentMessages.bind([conversationId, limit]));
+    const rows = await this.#exec.rows(this.#queries.recentMessages.bind([conversationId, limit]));
     return rows.reverse().map(rowToMessage);
   }
 
-  async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
-    const { conversation, messages, run } = input;
-    const count = messages.length;
-    const hasFlowState = "flowState" in input;
+  async beginRun(input: BeginRunInput): Promise<RunTicket> {
     const queries = this.#queries;
-    // One statement creates the conversation or moves its counter, and writes first: it
-    // takes the write lock (SQLite) or the row lock (Postgres) at once, so concurrent runs
-    // on one conversation queue here and get consecutive ranges of turn indexes. A run that
-    // started the conversation inserts it: nobody else can know its id yet.
-    const isNew = conversation.isNew === true;
-    const allocator = isNew ? queries.insertConversation : queries.allocateTurns.get(`${hasFlowState}:${input.mode !== undefined}`);
-    const allocate = allocator.bind([
-      conversation.id,
-      conversation.tenantId,
-      conversation.channelId,
-      input.mode ?? "bot",
-      hasFlowState ? toJson(input.flowState) : null,
-      count,
-      run.startedAt,
-      run.completedAt,
-    ]);
-    const insertRun = queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run)]));
-    const writes = (allocated: readonly unknown[]) => {
-      const first = isNew ? 0 : Number((allocated[0] as { next_turn?: number | string } | undefined)?.next_turn) - count;
-      if (!Number.isSafeInteger(first)) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
-      const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
-      const statements = rows.length > 0 ? [queries.insertMessages.get(rows.length).bind(valuesOf(MESSAGE_COLUMNS, rows)), insertRun] : [insertRun];
-      // What was stored, from what was given rather than parsed back from the rows.
-      const stored = messages.map((message, i) => storedMessage(conversation.id, first + i, message));
-      return { statements, stored };
-    };
-
-    const direct = this.#direct;
-    if (direct?.available()) {
-      return direct.transaction(() => {
-        const { statements, stored } = writes(direct.rows(allocate));
-        for (const statement of statements) direct.rows(statement);
-        return stored;
+    const { conversation } = input;
+    if (conversation.isNew) {
+      return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
+        // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
+        yield* rowsOf(
+          queries.insertConversation.bind([
+            conversation.id, conversation.tenantId, conversation.channelId, "bot", null, 1, input.run.startedAt, input.run.startedAt, 1, 0, input.leaseUntil,
+          ]),
+        );
+        const userMessage = yield* storeClaim(queries, input, 0, 0);
+        const record: ConversationRecord = {
+          id: conversation.id,
+          tenantId: conversation.tenantId,
+          channelId: conversation.channelId,
+          mode: "bot",
+          flowState: undefined,
+          nextTurn: 1,
+          livechatConversationId: null,
+          createdAt: input.run.startedAt,
+          updatedAt: input.run.startedAt,
+        };
+        return { ticket: 0, claimed: { conversation: record, userMessage } };
       });
     }
-    const inTransaction = async (rows: RunStatement) => {
-      const { statements, stored } = writes(await rows(allocate));
-      for (const statement of statements) await rows(statement);
-      return stored;
-    };
-    if (this.#pool) return this.#pool.transaction(inTransaction);
-    return this.db.transaction().execute((trx) => inTransaction(async (query) => (await trx.executeQuery(query)).rows));
+    return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
+      const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
+      if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+      const ticket = Number(row.next_ticket) - 1;
+      if (Number(row.serving) !== ticket) return { ticket, claimed: null };
+      return { ticket, claimed: yield* claim(queries, input, ticket) };
+    });
+  }
+
+  async claimTurn(input: ClaimTurnInput): Promise<ClaimedTurn | null> {
+    const queries = this.#queries;
+    const { conversation, ticket } = input;
+    // A read first: waiting runs poll, and only the one whose turn came (or that finds the
+    // turn lapsed) takes the write lock.
+    const [row] = await this.#exec.rows(queries.queue.bind([conversation.id]));
+    if (!row) return null;
+    const serving = Number(row.serving);
+    const lapsed = serving < ticket && (row.lease_until === null || row.lease_until < input.now);
+    if (serving !== ticket && !lapsed) return null;
+    return this.#exec.transaction(function* (): TransactionBody<ClaimedTurn | null> {
+      if (lapsed) {
+        // The run being served stopped with its instance, or its ticket was never claimed:
+        // store it cancelled and serve the next ticket. The CAS on `serving` makes one
+        // waiter do it; the others find the queue moved.
+        const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now]));
+        if (moved) {
+          yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving]));
+          yield* skipEndedTickets(queries, conversation.id, serving + 1, input.claimUntil);
+        }
+      }
+      return yield* claim(queries, input, ticket);
+    });
+  }
+
+  async renewTurn(conversationId: string, ticket: number, leaseUntil: string): Promise<boolean> {
+    const rows = await this.#exec.rows(this.#queries.renew.bind([leaseUntil, conversationId, ticket]));
+    return rows.length > 0;
+  }
+
+  async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
+    const queries = this.#queries;
+    const { conversation, messages, run, ticket } = input;
+    const count = messages.length;
+    const setsFlowState = input.claimed && "flowState" in input;
+    const setsMode = input.claimed && input.mode !== undefined;
+    return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
+      // Moving the counters first takes the write lock (SQLite) or the row lock (Postgres)
+      // at once, so this run's turn indexes are a range nobody else can take.
+      const [row] = yield* rowsOf(
+        queries.finishTurn
+          .get(`${setsFlowState}:${setsMode}`)
+          .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState, setsMode ? input.mode : undefined)),
+      );
+      if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+      const first = Number(row.next_turn) - count;
+      if (count > 0) {
+        const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
+        yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
+      }
+      if (input.claimed) {
+        yield* rowsOf(queries.finishRun.bind([run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, run.id]));
+      } else {
+        yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
+      }
+      // The turn passed on when this ticket was the one served: skip tickets whose run
+      // already ended (cancelled while waiting), unless nobody else is queued.
+      const serving = Number(row.serving);
+      if (serving === ticket + 1 && serving < Number(row.next_ticket)) yield* skipEndedTickets(queries, conversation.id, serving, input.claimUntil);
+      // What was stored, from what was given rather than parsed back from the rows.
+      return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
+    });
   }
 
   async findRun(id: string) {
-    const row = await this.db.selectFrom("runs").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = (await this.#exec.rows(this.db.selectFrom("runs").selectAll().where("id", "=", id).compile()))[0];
     return row ? rowToRun(row) : null;
   }
 
   async createTenant(tenant: TenantRecord): Promise<void> {
-    await this.db.insertInto("tenants").values({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }).execute();
+    await this.#exec.rows(this.db.insertInto("tenants").values({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }).compile());
   }
 
   async findTenant(id: string): Promise<TenantRecord | null> {
-    const row = await this.db.selectFrom("tenants").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = (await this.#exec.rows(this.db.selectFrom("tenants").selectAll().where("id", "=", id).compile()))[0];
     return row ? { id: row.id, name: row.name, createdAt: row.created_at } : null;
   }
 
   async countTenants(): Promise<number> {
-    const row = await this.db.selectFrom("tenants").select((eb) => eb.fn.countAll().as("count")).executeTakeFirstOrThrow();
-    return Number(row.count);
+    const [row] = await this.#exec.rows(this.db.selectFrom("tenants").select((eb) => eb.fn.countAll().as("count")).compile());
+    return Number(row?.count ?? 0);
   }
 
   async createChannel(channel: ChannelRecord, key: ApiKeyRecord): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx.insertInto("channels").values(channelToRow(channel)).execute();
-      await trx.insertInto("api_keys").values(keyToRow(key)).execute();
+    const db = this.db;
+    await this.#exec.transaction(function* () {
+      yield* rowsOf(db.insertInto("channels").values(channelToRow(channel)).compile());
+      yield* rowsOf(db.insertInto("api_keys").values(keyToRow(key)).compile());
     });
   }
 
   async findChannel(id: string): Promise<ChannelRecord | null> {
-    const row = await this.db.selectFrom("channels").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = (await this.#exec.rows(this.db.selectFrom("channels").selectAll().where("id", "=", id).compile()))[0];
     return row ? rowToChannel(row) : null;
   }
 
   async updateChannel(id: string, patch: ChannelPatch, updatedAt: string): Promise<ChannelRecord | null> {
-    const row = await this.db
+    const query = this.db
       .updateTable("channels")
       .set({ ...patchToRow(patch), updated_at: updatedAt })
       .where("id", "=", id)
       .returningAll()
-      .executeTakeFirst();
+      .compile();
+    const row = (await this.#exec.rows(query))[0];
     return row ? rowToChannel(row) : null;
   }
 
   async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      await trx
-        .updateTable("api_keys")
-        .set({ revoked_at: revokedAt })
-        .where("channel_id", "=", channelId)
-        .where("revoked_at", "is", null)
-        .execute();
-      await trx.insertInto("api_keys").values(keyToRow(key)).execute();
-      await trx.updateTable("channels").set({ api_key_hint: key.hint, updated_at: revokedAt }).where("id", "=", channelId).execute();
+    const db = this.db;
+    await this.#exec.transaction(function* () {
+      yield* rowsOf(
+        db.updateTable("api_keys").set({ revoked_at: revokedAt }).where("channel_id", "=", channelId).where("revoked_at", "is", null).compile(),
+      );
+      yield* rowsOf(db.insertInto("api_keys").values(keyToRow(key)).compile());
+      yield* rowsOf(db.updateTable("channels").set({ api_key_hint: key.hint, updated_at: revokedAt }).where("id", "=", channelId).compile());
     });
   }
 }
 
+type Queries = ReturnType<typeof requestPathQueries>;
+
+/**
+ * Claims `ticket`'s turn if it is the one served: the lease, the next turn index for the
+ * user message, the message and the run's `running` row. Null when it is not its turn.
+ */
+function* claim(queries: Queries, input: BeginRunInput, ticket: number): TransactionBody<ClaimedTurn | null> {
+  const { conversation } = input;
+  const [row] = yield* rowsOf(queries.claim.bind([input.leaseUntil, input.now, conversation.id, ticket]));
+  if (!row) return null;
+  const record = rowToConversation(row);
+  const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1);
+  return { conversation: record, userMessage };
+}
+
+/** Writes what a claim stores: the user message at `turn` and the run's `running` row. */
+function* storeClaim(queries: Queries, input: BeginRunInput, ticket: number, turn: number): TransactionBody<MessageRecord> {
+  const id = input.conversation.id;
+  yield* rowsOf(queries.insertMessages.get(1).bind(valuesOf(MESSAGE_COLUMNS, [messageToRow(id, turn, input.userMessage)])));
+  yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket)])));
+  return storedMessage(id, turn, input.userMessage);
+}
+
+/** The arguments of `finishTurn`: flow state and mode follow only when the run sets them. */
+function finishTurnArgs(
+  count: number,
+  completedAt: string,
+  ticket: number,
+  claimUntil: string,
+  conversationId: string,
+  setsFlowState: boolean,
+  flowState: unknown,
+  mode: string | undefined,
+): unknown[] {
+  const args: unknown[] = [count, completedAt, ticket, claimUntil, conversationId];
+  if (setsFlowState) args.push(toJson(flowState));
+  if (mode !== undefined) args.push(mode);
+  return args;
+}
+
+/**
+ * Serves `from`, or the first ticket after it whose run has not already ended: a run
+ * cancelled while it waited stored itself with its ticket and is skipped.
+ */
+function* skipEndedTickets(queries: Queries, conversationId: string, from: number, claimUntil: string): TransactionBody<void> {
+  let next = from;
+  for (;;) {
+    const [ended] = yield* rowsOf(queries.endedTicket.bind([conversationId, next]));
+    if (!ended) break;
+    next++;
+  }
+  if (next !== from) yield* rowsOf(queries.serve.bind([next, claimUntil, conversationId]));
+}
+
 /**
  * The values of `rows`, row after row, each in the order of `columns`: the parameters of a
- * prepared insert. A loop rather than `flatMap`, whose builtin defines each element of its
- * result through the slow path (about 1.7k instructions an element on Node 20).
+ * prepared insert. A loop rather than `flatMap` (see docs/benchmarks.md).
  */
 function valuesOf<Column extends string>(columns: readonly Column[], rows: readonly Record<Column, unknown>[]): unknown[] {
   const values = new Array<unknown>(columns.length * rows.length);
   let i = 0;
   for (const row of rows) for (const column of columns) values[i++] = row[column];
   return values;
-}
-
-/** A row of placeholders, one per column, numbered from `offset`. */
-function placeholderRow<Column extends string>(columns: readonly Column[], $: (index: number) => never, offset = 0): Record<Column, never> {
-  return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
-}
-
-/**
- * The statements of the request path, compiled once per storage (see {@link PreparedQuery}):
- * the key lookup, the conversation, the recent messages, and the writes of a finished run.
- */
-function requestPathQueries(db: Kysely<Database>) {
-  return {
-    keyByHash: new PreparedQuery(1, ($) =>
-      db
-        .selectFrom("api_keys")
-        .innerJoin("channels", "channels.id", "api_keys.channel_id")
-        .select(CHANNEL_COLUMNS.map((column) => `channels.${column}` as const))
-        .select([
-          "api_keys.id as key_id",
-          "api_keys.hash as key_hash",
-          "api_keys.prefix as key_prefix",
-          "api_keys.environment as key_environment",
-          "api_keys.hint as key_hint",
-          "api_keys.created_at as key_created_at",
-          "api_keys.expires_at as key_expires_at",
-          "api_keys.revoked_at as key_revoked_at",
-        ])
-        .where("api_keys.hash", "=", $(0)),
-    ),
-    conversation: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(CONVERSATION_COLUMNS).where("id", "=", $(0))),
-    recentMessages: new PreparedQuery(2, ($) =>
-      db.selectFrom("messages").select(MESSAGE_COLUMNS).where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1))),
-    insertConversation: new PreparedQuery(8, ($) =>
-      db.insertInto("conversations").values({
-        id: $(0), tenant_id: $(1), channel_id: $(2), mode: $(3), flow_state: $(4), next_turn: $(5),
-        livechat_conversation_id: null, created_at: $(6), updated_at: $(7),
-      }),
-    ),
-    // Keyed by which of flow state and mode the run sets: a value left out keeps the stored one.
-    allocateTurns: new PreparedQueries((key: string) => {
-      const [setsFlowState, setsMode] = key.split(":").map((flag) => flag === "true");
-      return new PreparedQuery(8, ($) =>
-        db
-          .insertInto("conversations")
-          .values({
-            id: $(0), tenant_id: $(1), channel_id: $(2), mode: $(3), flow_state: $(4), next_turn: $(5),
-            livechat_conversation_id: null, created_at: $(6), updated_at: $(7),
-          })
-          .onConflict((oc) =>
-            oc.column("id").doUpdateSet((eb) => ({
-              next_turn: eb("conversations.next_turn", "+", eb.ref("excluded.next_turn")),
-              updated_at: eb.ref("excluded.updated_at"),
-              ...(setsFlowState ? { flow_state: eb.ref("excluded.flow_state") } : {}),
-              ...(setsMode ? { mode: eb.ref("excluded.mode") } : {}),
-            })),
-          )
-          .returning("next_turn"),
-      );
-    }),
-    insertMessages: new PreparedQueries((count: number) =>
-      new PreparedQuery(count * MESSAGE_COLUMNS.length, ($) =>
-        db.insertInto("messages").values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, row * MESSAGE_COLUMNS.length))),
-      ),
-    ),
-    insertRun: new PreparedQuery(RUN_COLUMNS.length, ($) => db.insertInto("runs").values(placeholderRow(RUN_COLUMNS, $))),
-  };
 }
 
 function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
@@ -296,4 +319,16 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechat_messages = JSON.stringify(patch.livechatMessages);
   return row;
+}
+
+/**
+ * Storage on a Kysely instance you configure: any dialect, your own logger or plugins. Its
+ * statements go through Kysely's driver, which costs more per statement than the executors
+ * of `sqlite()` and `postgres()`. `close()` destroys `db`.
+ *
+ * @example
+ * const storage = kyselyStorage(new Kysely({ dialect, log: ["error"] }));
+ */
+export function kyselyStorage(db: Kysely<any>): KyselyStorage {
+  return new KyselyStorage(db, kyselyExecutor(db));
 }

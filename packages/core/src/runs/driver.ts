@@ -1,16 +1,14 @@
 import type { TokenEstimator } from "../conversations/tokens.js";
 import type { Flow, FlowContext, FlowHistoryMessage } from "../flows/define.js";
 import type { FlowEvent } from "../flows/events.js";
-import type { ChannelRecord, ConversationMode, NewMessage, Storage } from "../storage/types.js";
+import type { BeginRunInput, ChannelRecord, ClaimedTurn, RunConversation, RunRecord, Storage } from "../storage/types.js";
 import type { RunAbort } from "./abort.js";
+import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
-import { isoNow, isoTimestamp } from "./timestamp.js";
+import { isoTimestamp } from "./timestamp.js";
+import { type RunEnd, type TextPart, Transcript } from "./transcript.js";
 
-/** A part of the live reply, in the UI message stream's own shapes. */
-export type TextPart =
-  | { type: "text-start"; id: string }
-  | { type: "text-delta"; id: string; delta: string }
-  | { type: "text-end"; id: string };
+export type { TextPart } from "./transcript.js";
 
 /** A run pulled one step at a time: its live text parts, then its outcome. */
 export interface RunSteps {
@@ -22,87 +20,122 @@ export interface RunInput {
   flow: Flow;
   channel: ChannelRecord;
   runId: string;
-  conversationId: string;
-  /** The stored conversation when resuming, null when this run starts it. */
-  existing: { flowState: unknown } | null;
+  conversation: RunConversation;
+  /** The run's place in its conversation's queue, and its turn when it was claimed on arrival. */
+  ticket: number;
+  claimed: ClaimedTurn | null;
+  /** When the turn was claimed on arrival (ms), for the run's `started_at`. */
+  claimedAtMs: number;
   payload: string;
   metadata: Record<string, unknown>;
   /** Stops the run: it is then stored `cancelled`, with what was produced so far. */
   abort: RunAbort;
   storage: Storage;
+  lifecycle: RunLifecycle;
   estimateTokens: TokenEstimator;
   historyLimit: number;
-  /**
-   * Whether the caller streams the live text. When false (a JSON answer) the driver yields
-   * nothing and the first `next()` returns the outcome: the parts would only be discarded.
-   */
+  /** Whether the caller streams the live text (see {@link Transcript}). */
   live: boolean;
 }
 
-interface OpenText {
-  id: string;
-  content: string;
+/**
+ * What a run stores when it claims its turn at `nowMs`: its `running` row, its user message
+ * and its lease.
+ */
+export function claimOf(
+  input: Pick<RunInput, "flow" | "channel" | "runId" | "conversation" | "payload" | "estimateTokens">,
+  nowMs: number,
+  leaseMs: number,
+): BeginRunInput & { claimUntil: string } {
+  const now = isoTimestamp(nowMs);
+  const run: RunRecord = {
+    id: input.runId,
+    conversationId: input.conversation.id,
+    channelId: input.channel.id,
+    tenantId: input.channel.tenantId,
+    status: "running",
+    flowName: input.flow.name,
+    flowVersion: input.flow.version ?? null,
+    result: null,
+    error: null,
+    executionOrder: [],
+    startedAt: now,
+    completedAt: now,
+    durationMs: 0,
+  };
+  const userMessage = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: false }).message("user", input.payload, now, null, null);
+  return { conversation: input.conversation, run, userMessage, now, leaseUntil: isoTimestamp(nowMs + leaseMs), claimUntil: isoTimestamp(nowMs + leaseMs) };
 }
 
 /**
- * Drives a flow: yields its text as stream parts while it runs, then stores the run with
- * the user's message and every produced message in one transaction, and returns the
- * outcome. A flow that throws is an `error` outcome; an aborted signal is `cancelled`,
- * stored with what was produced so far. Only a storage failure makes this throw.
+ * Drives a run: waits for its conversation's turn unless it has it, runs the flow, yields its
+ * text as stream parts while it runs, then stores its outcome, its messages and the flow's
+ * state, and passes the turn on. A flow that throws is an `error` outcome; an aborted run is
+ * `cancelled`, stored with what was produced so far (a run aborted before its turn came
+ * stores its user message and gives its turn up). Only a storage failure makes this throw.
  */
 export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOutcome, void> {
-  const startedMs = Date.now();
-  const startedAt = isoTimestamp(startedMs);
-  const { flow, abort, estimateTokens, live } = input;
-  const userMessage = agentMessage(input, "user", input.payload, startedAt, null, null);
-
-  const produced: NewMessage[] = [];
-  const executionOrder: string[] = [];
-  let stepId: string | null = null;
-  let nodeType: string | null = null;
-  let open: OpenText | null = null;
-  let paused = false;
-  let livechatMode: ConversationMode | null = null;
-  let flowState: { value: unknown } | null = null;
-  let status: RunOutcome["status"] = "success";
-  let result: unknown = null;
-  let error: string | null = null;
-
-  // Called only with a text open: a generator's creation is not free on the hot path.
-  function* closeText(): Generator<TextPart> {
-    if (!open) return;
-    produced.push(agentMessage(input, "assistant", open.content, isoNow(), stepId, nodeType));
-    if (live) yield { type: "text-end", id: open.id };
-    open = null;
+  const { abort, lifecycle, storage } = input;
+  let turn = input.claimed;
+  let startedMs = input.claimedAtMs;
+  for (let attempt = 0; !turn && !abort.aborted; attempt++) {
+    await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
+    if (abort.aborted) break;
+    startedMs = Date.now();
+    turn = await storage.claimTurn({ ...claimOf(input, startedMs, lifecycle.leaseMs), ticket: input.ticket });
   }
+  const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
+  if (!turn) return giveUpTurn(input, transcript);
 
-  function* wholeText(content: string): Generator<TextPart> {
-    if (open) yield* closeText();
-    const id = crypto.randomUUID();
-    if (live) {
-      yield { type: "text-start", id };
-      if (content !== "") yield { type: "text-delta", id, delta: content };
-    }
-    open = { id, content };
-    yield* closeText();
+  const renewal = keepTurn(input);
+  let end: Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
+  try {
+    end = yield* runFlow(input, turn, transcript);
+  } finally {
+    renewal.stop();
   }
+  const completedMs = Date.now();
+  const outcome = transcript.outcome(input.runId, input.conversation.id, {
+    ...end,
+    startedAt: isoTimestamp(startedMs),
+    completedAt: isoTimestamp(completedMs),
+    durationMs: completedMs - startedMs,
+  });
+  await storage.completeRun({
+    run: recordOf(input, outcome),
+    conversation: input.conversation,
+    ticket: input.ticket,
+    claimed: true,
+    messages: outcome.produced,
+    ...(transcript.flowState ? { flowState: transcript.flowState.value } : {}),
+    ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),
+    claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
+  });
+  lifecycle.turnPassed(input.conversation.id);
+  return outcome;
+}
 
+/** Pulls the flow's events into the transcript, yielding the live parts, until it ends or is aborted. */
+async function* runFlow(input: RunInput, turn: ClaimedTurn, transcript: Transcript): AsyncGenerator<TextPart, Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">, void> {
+  const { abort } = input;
   const ctx: FlowContext = {
     payload: input.payload,
     metadata: input.metadata,
     runId: input.runId,
-    conversationId: input.conversationId,
-    isNewConversation: input.existing === null,
+    conversationId: input.conversation.id,
+    isNewConversation: input.conversation.isNew,
     channel: { id: input.channel.id, environment: input.channel.environment },
-    state: input.existing?.flowState ?? undefined,
-    history: (limit = input.historyLimit) => loadHistory(input, limit),
+    state: turn.conversation.flowState ?? undefined,
+    history: (limit = input.historyLimit) => historyBefore(input.storage, turn, limit),
     get signal() {
       return abort.signal;
     },
   };
-
-  const iterator = flow.run(ctx)[Symbol.asyncIterator]();
-  // Each wait for the flow's next event also ends when the signal aborts, so that a flow that
+  let status: RunEnd["status"] = "success";
+  let result: unknown = null;
+  let error: string | null = null;
+  const iterator = flowIterator(input.flow, ctx);
+  // Each wait for the flow's next event also ends when the run aborts, so that a flow that
   // ignores its signal is not waited for. One listener for the whole run, rather than a race
   // against an abort promise per event, which would keep one reaction per event until the run
   // ends (memory growing with the length of a stream).
@@ -127,49 +160,8 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
         result = step.value ?? null;
         break;
       }
-      const event: FlowEvent = step.value;
-      switch (event.type) {
-        case "step":
-          if (open) yield* closeText();
-          stepId = crypto.randomUUID();
-          nodeType = event.nodeType;
-          executionOrder.push(event.name);
-          break;
-        case "text-delta":
-          if (event.delta === "") break;
-          if (!open) {
-            open = { id: crypto.randomUUID(), content: "" };
-            if (live) yield { type: "text-start", id: open.id };
-          }
-          open.content += event.delta;
-          if (live) yield { type: "text-delta", id: open.id, delta: event.delta };
-          break;
-        case "message":
-          if (event.role === "assistant") {
-            yield* wholeText(event.content);
-            const last = produced[produced.length - 1] as NewMessage;
-            if (event.toolCalls) last.toolCalls = event.toolCalls;
-          } else {
-            if (open) yield* closeText();
-            const tool = agentMessage(input, "tool", event.content, isoNow(), stepId, nodeType);
-            tool.toolCallId = event.toolCallId ?? null;
-            tool.toolCalls = event.toolCalls ?? null;
-            produced.push(tool);
-          }
-          break;
-        case "pause":
-          paused = true;
-          yield* wholeText(event.question);
-          break;
-        case "handover":
-          paused = true;
-          livechatMode = "livechat_waiting";
-          if (event.message !== undefined) yield* wholeText(event.message);
-          break;
-        case "state":
-          flowState = { value: event.state };
-          break;
-      }
+      const parts = transcript.apply(step.value);
+      for (let i = 0; i < parts.length; i++) yield parts[i] as TextPart;
     }
   } catch (thrown) {
     if (abort.aborted) {
@@ -186,82 +178,99 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     // The flow may be suspended inside its own await; it is told through ctx.signal.
     void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
   }
-  if (open) {
-    const text = open as OpenText;
-    produced.push(agentMessage(input, "assistant", text.content, isoNow(), stepId, nodeType));
-    if (status !== "cancelled" && live) yield { type: "text-end", id: text.id };
-    open = null;
+  const parts = transcript.end(status === "cancelled");
+  for (let i = 0; i < parts.length; i++) yield parts[i] as TextPart;
+  return { status, result, error };
+}
+
+/** The flow's events; a `run` that throws before its first event fails like one that throws later. */
+function flowIterator(flow: Flow, ctx: FlowContext): AsyncIterator<FlowEvent, unknown> {
+  try {
+    return flow.run(ctx)[Symbol.asyncIterator]();
+  } catch (error) {
+    return { next: () => Promise.reject(error) };
   }
-  if (status === "success" && paused) status = "pending";
+}
 
-  const completedMs = Date.now();
-  const completedAt = isoTimestamp(completedMs);
-  const outcome: RunOutcome = {
-    runId: input.runId,
-    conversationId: input.conversationId,
-    status,
-    result: status === "error" ? null : result,
-    error,
-    produced,
-    executionOrder,
-    startedAt,
-    completedAt,
-    durationMs: completedMs - startedMs,
-    livechatMode: status === "pending" ? livechatMode : null,
-  };
-
-  await input.storage.completeRun({
-    run: {
-      id: input.runId,
-      conversationId: input.conversationId,
-      channelId: input.channel.id,
-      tenantId: input.channel.tenantId,
-      status,
-      flowName: flow.name,
-      flowVersion: flow.version ?? null,
-      result: outcome.result,
-      error,
-      executionOrder,
-      startedAt,
-      completedAt,
-      durationMs: outcome.durationMs,
-    },
-    conversation: { id: input.conversationId, tenantId: input.channel.tenantId, channelId: input.channel.id, isNew: input.existing === null },
-    messages: [userMessage, ...produced],
-    ...(flowState ? { flowState: flowState.value } : {}),
-    ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),
+/** A run aborted before its turn came: stored `cancelled` with its user message, its ticket given up. */
+async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunOutcome> {
+  const nowMs = Date.now();
+  const now = isoTimestamp(nowMs);
+  const outcome = transcript.outcome(input.runId, input.conversation.id, {
+    status: "cancelled",
+    result: null,
+    error: null,
+    startedAt: now,
+    completedAt: now,
+    durationMs: 0,
   });
+  await input.storage.completeRun({
+    run: recordOf(input, outcome),
+    conversation: input.conversation,
+    ticket: input.ticket,
+    claimed: false,
+    messages: [transcript.message("user", input.payload, now, null, null)],
+    claimUntil: isoTimestamp(nowMs + input.lifecycle.leaseMs),
+  });
+  input.lifecycle.turnPassed(input.conversation.id);
   return outcome;
+}
 
-  function agentMessage(
-    run: RunInput,
-    role: NewMessage["role"],
-    content: string,
-    timestamp: string,
-    step: string | null,
-    node: string | null,
-  ): NewMessage {
-    return {
-      origin: "agent",
-      role,
-      content,
-      timestamp,
-      tokenCount: estimateTokens(content),
-      runId: run.runId,
-      stepId: step,
-      nodeType: node,
-      toolCalls: null,
-      toolCallId: null,
-      livechatMessageId: null,
-      sender: null,
-    };
-  }
+/** Renews the run's lease on its turn every third of the lease, until stopped. */
+function keepTurn(input: RunInput): { stop(): void } {
+  const { lifecycle, storage } = input;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const schedule = () => {
+    timer = setTimeout(renew, lifecycle.leaseMs / 3);
+    // A pending renewal must not keep a Node process alive on its own.
+    (timer as { unref?: () => void }).unref?.();
+  };
+  const renew = () => {
+    storage.renewTurn(input.conversation.id, input.ticket, isoTimestamp(Date.now() + lifecycle.leaseMs)).then(
+      (held) => {
+        if (!held) lifecycle.logger.warn(`channelkit: run ${input.runId} lost its conversation's turn (its lease lapsed)`);
+        if (timer !== undefined) schedule();
+      },
+      (error) => {
+        lifecycle.logger.warn(`channelkit: run ${input.runId} could not renew its conversation's turn`, error);
+        if (timer !== undefined) schedule();
+      },
+    );
+  };
+  schedule();
+  return {
+    stop() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+
+function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
+  return {
+    id: input.runId,
+    conversationId: input.conversation.id,
+    channelId: input.channel.id,
+    tenantId: input.channel.tenantId,
+    status: outcome.status,
+    flowName: input.flow.name,
+    flowVersion: input.flow.version ?? null,
+    result: outcome.result,
+    error: outcome.error,
+    executionOrder: outcome.executionOrder,
+    startedAt: outcome.startedAt,
+    completedAt: outcome.completedAt,
+    durationMs: outcome.durationMs,
+  };
 }
 
 const ABORTED = Symbol("aborted");
 
-async function loadHistory(input: RunInput, limit: number): Promise<FlowHistoryMessage[]> {
-  if (input.existing === null) return [];
-  const messages = await input.storage.listRecentMessages(input.conversationId, limit);
-  return messages.map(({ role, content, toolCalls, toolCallId }) => ({ role, content, toolCalls, toolCallId }));
+/** The conversation's most recent messages before this run's own user message, oldest first. */
+async function historyBefore(storage: Storage, turn: ClaimedTurn, limit: number): Promise<FlowHistoryMessage[]> {
+  const own = turn.userMessage.turnIndex;
+  if (own === 0 || limit <= 0) return [];
+  const messages = await storage.listRecentMessages(turn.userMessage.conversationId, limit + 1);
+  const before = messages.filter((message) => message.turnIndex < own).slice(-limit);
+  return before.map(({ role, content, toolCalls, toolCallId }) => ({ role, content, toolCalls, toolCallId }));
 }

@@ -1,6 +1,7 @@
 import type { ReplyStream } from "../http/reply.js";
 import type { RunOutcome } from "./outcome.js";
 import type { RunSteps, TextPart } from "./driver.js";
+import type { StartedRun } from "./start.js";
 
 /** Headers of the streamed execute response; the last one lets the AI SDK's client read it. */
 export const UI_STREAM_HEADERS = {
@@ -37,14 +38,9 @@ export function closingEvent(outcome: RunOutcome): UIStreamEvent {
  * reads, which is the back-pressure. Cancelling the stream (client gone) aborts the run,
  * and the driver is then drained so the `cancelled` run is still stored.
  */
-export function uiMessageStream(
-  runId: string,
-  conversationId: string,
-  run: RunSteps,
-  abort: () => void,
-  onStorageError: (error: unknown) => void,
-): ReplyStream {
-  let started = false;
+export function uiMessageStream(started: StartedRun, onStorageError: (error: unknown) => void): ReplyStream {
+  const run = started.steps;
+  let opened = false;
   let finished = false;
   async function next(): Promise<string | null> {
     let step: IteratorResult<TextPart, RunOutcome>;
@@ -65,17 +61,17 @@ export function uiMessageStream(
   }
   return {
     pull() {
-      if (!started) {
-        // The first event is known before the run starts: it leaves with the status line.
-        started = true;
-        return sseFrame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } });
+      if (!opened) {
+        // The run has its place in the conversation: its first event leaves with the status line.
+        opened = true;
+        return sseFrame({ type: "data-run", data: { run_id: started.runId, conversation_id: started.conversationId } });
       }
       return finished ? null : next();
     },
     cancel() {
       if (finished) return;
       finished = true;
-      abort();
+      started.cancel();
       void drain(run).catch(onStorageError);
     },
   };

@@ -118,13 +118,18 @@ export interface MessageRecord {
 /** A message to append; the storage assigns its `turnIndex`. */
 export type NewMessage = Omit<MessageRecord, "conversationId" | "turnIndex">;
 
-/** A finished run as stored. */
+/**
+ * A run as stored. Its row is written when the run takes its turn (status `running`, with
+ * `completedAt` equal to `startedAt` and `durationMs` 0 until it ends) and completed when it
+ * ends; a run cancelled before its turn is written once, complete.
+ */
 export interface RunRecord {
   id: string;
   conversationId: string;
   channelId: string;
   tenantId: string;
-  status: RunStatus;
+  /** `running` only while the run is in flight; one of the contract's statuses once stored. */
+  status: RunStatus | "running";
   flowName: string;
   flowVersion: string | null;
   result: unknown;
@@ -135,26 +140,77 @@ export interface RunRecord {
   durationMs: number;
 }
 
+/**
+ * The conversation a run belongs to. `isNew` is true when the run starts it under a new id:
+ * the storage then inserts it (failing if the id exists) rather than looking it up.
+ */
+export interface RunConversation {
+  id: string;
+  tenantId: string;
+  channelId: string;
+  isNew: boolean;
+}
+
+/**
+ * Runs of one conversation take turns, in arrival order, on any instance: each takes a
+ * ticket when it arrives ({@link Storage.beginRun}), and the conversation serves one ticket
+ * at a time. The run being served holds a lease that it renews while it runs; when the
+ * lease lapses (its instance stopped), the next run takes over ({@link Storage.claimTurn}).
+ */
+export interface RunTicket {
+  /** The run's place in its conversation's queue (0 for the run that starts it). */
+  ticket: number;
+  /** Set when it was the run's turn at once and the turn is now claimed; null when it must wait. */
+  claimed: ClaimedTurn | null;
+}
+
+/** What a run that holds its conversation's turn starts from. */
+export interface ClaimedTurn {
+  /** The conversation as its previous run left it (flow state, mode). */
+  conversation: ConversationRecord;
+  /** The run's user message as stored, with its turn index. */
+  userMessage: MessageRecord;
+}
+
+/** A run arriving on its conversation: what {@link Storage.beginRun} stores if its turn comes at once. */
+export interface BeginRunInput {
+  conversation: RunConversation;
+  /** The run's row while it runs (status `running`). */
+  run: RunRecord;
+  /** The user's message, stored with the claim so history shows it while the run is in flight. */
+  userMessage: NewMessage;
+  /** ISO 8601 now, by the caller's clock. */
+  now: string;
+  /** ISO 8601 time until which the turn is held unless renewed. */
+  leaseUntil: string;
+}
+
+/** A run's claim on its conversation's turn: the row it writes and the lease it takes. */
+export interface ClaimTurnInput extends BeginRunInput {
+  ticket: number;
+  /** ISO 8601 time until which the next ticket may claim its turn, when this claim takes over a lapsed one. */
+  claimUntil: string;
+}
+
 /** Everything a finished run writes, applied in one transaction. */
 export interface CompleteRunInput {
   run: RunRecord;
-  /** Creates the conversation when it does not exist yet (a run that started it). */
-  conversation: {
-    id: string;
-    tenantId: string;
-    channelId: string;
-    /**
-     * True when this run started the conversation under a new id: the storage inserts it
-     * (failing if the id exists) instead of creating-or-updating it, one lookup fewer.
-     */
-    isNew?: boolean;
-  };
+  conversation: RunConversation;
+  ticket: number;
+  /**
+   * Whether the run held its turn ({@link Storage.claimTurn}). A run cancelled before its
+   * turn came completes unclaimed: its user message is among `messages`, it leaves the flow
+   * state and mode alone, and its ticket is skipped.
+   */
+  claimed: boolean;
   /** Messages in order; they get the next contiguous turn indexes. */
   messages: NewMessage[];
   /** New flow state when the key is present (even as `undefined`, which clears it); omit the key to keep the stored one. */
   flowState?: unknown;
   /** New conversation mode, or `undefined` to keep the stored one. */
   mode?: ConversationMode;
+  /** ISO 8601 time until which the next ticket may claim its turn before it is taken over. */
+  claimUntil: string;
 }
 
 /** A key with the channel it opens, as found by one lookup on the request path. */
@@ -188,10 +244,26 @@ export interface Storage {
   /** The most recent `limit` messages of a conversation, oldest first. */
   listRecentMessages(conversationId: string, limit: number): Promise<MessageRecord[]>;
   /**
-   * Stores a finished run, creates its conversation if needed and appends its messages with
-   * contiguous turn indexes, all in one transaction: concurrent calls on one conversation,
-   * from any number of processes, never leave a gap or a duplicate. Returns the messages
-   * as stored.
+   * Registers a run on its conversation: creates the conversation when `conversation.isNew`,
+   * and takes the run's ticket. When it is the run's turn at once (no other run of the
+   * conversation is queued or in flight), claims it as {@link claimTurn} does, in the same
+   * transaction.
+   */
+  beginRun(input: BeginRunInput): Promise<RunTicket>;
+  /**
+   * Claims the run's turn when its ticket is the one served: stores its user message and its
+   * `running` row, and takes the lease. When the run being served let its lease lapse (its
+   * instance stopped), that run is stored `cancelled` and its turn passes on first. Returns
+   * null when it is not yet this run's turn. Never holds a connection between calls.
+   */
+  claimTurn(input: ClaimTurnInput): Promise<ClaimedTurn | null>;
+  /** Extends the lease of the run holding the turn; false when the run no longer holds it. */
+  renewTurn(conversationId: string, ticket: number, leaseUntil: string): Promise<boolean>;
+  /**
+   * Stores a finished run and appends its messages with contiguous turn indexes, in one
+   * transaction: concurrent calls on one conversation, from any number of processes, never
+   * leave a gap or a duplicate. Passes the turn to the next ticket. Returns the messages as
+   * stored.
    */
   completeRun(input: CompleteRunInput): Promise<MessageRecord[]>;
   findRun(id: string): Promise<RunRecord | null>;

@@ -1,0 +1,115 @@
+import type { Logger } from "../context.js";
+import type { IncomingRequest } from "../http/reply.js";
+import { RunAbort } from "./abort.js";
+
+/** Settings of a service's {@link RunLifecycle}. */
+export interface RunLifecycleOptions {
+  logger: Logger;
+  /** How long a run holds its conversation's turn without renewing it, in ms. */
+  leaseMs: number;
+}
+
+/** Longest wait between two looks at a conversation's queue by a run waiting its turn, in ms. */
+const MAX_POLL_MS = 100;
+const MIN_POLL_MS = 2;
+
+/**
+ * The one owner of the runs of a service: it knows every run in flight, aborts a run when
+ * its client goes away or the service closes, lets a run waiting its turn sleep until a run
+ * of the same conversation ends in this process (or a short poll, for the other
+ * processes), and lets `close()` wait until every run is stored. Channels never track runs
+ * themselves: they start them with `startRun`, which registers each here.
+ */
+export class RunLifecycle {
+  readonly logger: Logger;
+  readonly leaseMs: number;
+  /** Runs in flight. One listener here, on close, rather than one per run on a long-lived signal. */
+  readonly #runs = new Set<RunAbort>();
+  #closed: Error | null = null;
+  #idle: (() => void) | null = null;
+  /** Runs of this process waiting their turn, by conversation: woken when a run there ends. */
+  readonly #waiting = new Map<string, Set<() => void>>();
+
+  constructor(options: RunLifecycleOptions) {
+    this.logger = options.logger;
+    this.leaseMs = options.leaseMs;
+  }
+
+  /** Whether the service is closing: a run admitted now starts aborted. */
+  get closed(): boolean {
+    return this.#closed !== null;
+  }
+
+  /** A new run's abort, aborted when the service closes. Call {@link release} once it is stored. */
+  admit(): RunAbort {
+    const abort = new RunAbort();
+    if (this.#closed) abort.abort(this.#closed);
+    this.#runs.add(abort);
+    return abort;
+  }
+
+  /** The run is stored: `close()` no longer waits for it. Calling it again does nothing. */
+  release(abort: RunAbort): void {
+    if (!this.#runs.delete(abort)) return;
+    if (this.#runs.size === 0 && this.#idle) {
+      const wake = this.#idle;
+      this.#idle = null;
+      wake();
+    }
+  }
+
+  /** Aborts the run when the request's client goes away; returns what stops following it. */
+  followClient(request: IncomingRequest, abort: RunAbort): () => void {
+    if (request.onClientGone) return request.onClientGone((reason) => abort.abort(reason));
+    const signal = request.signal;
+    const onAbort = () => abort.abort(signal.reason);
+    if (signal.aborted) {
+      onAbort();
+      return () => undefined;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    return () => signal.removeEventListener("abort", onAbort);
+  }
+
+  /** Wakes the runs of this process waiting their turn on `conversationId`. */
+  turnPassed(conversationId: string): void {
+    const waiting = this.#waiting.get(conversationId);
+    if (!waiting) return;
+    this.#waiting.delete(conversationId);
+    for (const wake of waiting) wake();
+  }
+
+  /**
+   * Sleeps until a run of `conversationId` ends in this process, the `attempt`-th poll
+   * interval passes (growing from 2 to 100 ms: another process's run can only be seen by
+   * looking), or `abort` aborts.
+   */
+  async awaitTurn(conversationId: string, attempt: number, abort: RunAbort): Promise<void> {
+    const ms = Math.min(MAX_POLL_MS, MIN_POLL_MS * 2 ** attempt);
+    let waiting = this.#waiting.get(conversationId);
+    if (!waiting) this.#waiting.set(conversationId, (waiting = new Set()));
+    const set = waiting;
+    let wake = () => undefined as void;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let unlisten = () => undefined as void;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      set.add(wake);
+      timer = setTimeout(wake, ms);
+      unlisten = abort.onAbort(wake);
+    });
+    clearTimeout(timer);
+    unlisten();
+    set.delete(wake);
+    if (set.size === 0 && this.#waiting.get(conversationId) === set) this.#waiting.delete(conversationId);
+  }
+
+  /** Aborts every run in flight and resolves once each is stored. */
+  async close(reason = new Error("channelkit service closed")): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = reason;
+      for (const run of this.#runs) run.abort(reason);
+    }
+    while (this.#runs.size > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+  }
+}

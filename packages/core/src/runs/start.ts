@@ -1,0 +1,108 @@
+import type { ServiceContext } from "../context.js";
+import type { IncomingRequest } from "../http/reply.js";
+import type { ChannelRecord, ConversationRecord, RunConversation } from "../storage/types.js";
+import type { RegisteredFlow } from "../context.js";
+import { claimOf, driveRun, type RunSteps } from "./driver.js";
+import type { RunAbort } from "./abort.js";
+import type { RunLifecycle } from "./lifecycle.js";
+
+/** What a channel asks of {@link startRun}. */
+export interface StartRunInput {
+  channel: ChannelRecord;
+  flow: RegisteredFlow;
+  /** The stored conversation the run continues, or null to start a new one. */
+  conversation: ConversationRecord | null;
+  /** The user's input. */
+  payload: string;
+  metadata: Record<string, unknown>;
+  /** The request the run answers: its client going away aborts the run. */
+  request: IncomingRequest;
+  /** Whether the caller streams the live text (false for a JSON answer). */
+  live: boolean;
+}
+
+/** A run that has taken its place in its conversation. */
+export interface StartedRun {
+  runId: string;
+  /** Usable at once: the conversation exists, and history shows the run's user message once it runs. */
+  conversationId: string;
+  /**
+   * The run's live text parts, then its outcome. Pull it to the end: the run is stored then,
+   * and only then does `close()` stop waiting for it.
+   */
+  steps: RunSteps;
+  /** Stops the run: it is stored `cancelled` with what it produced so far. */
+  cancel(reason?: unknown): void;
+}
+
+/**
+ * Starts a run of a channel's flow: the one way every channel runs a flow. Creates the
+ * conversation when it is new and takes the run's ticket in it (the run's turn when no
+ * other run of the conversation is queued or in flight), then hands back the steps that
+ * wait for the turn, run the flow and store the outcome. Rejects only when the storage
+ * fails, before anything is sent.
+ */
+export async function startRun(ctx: ServiceContext, input: StartRunInput): Promise<StartedRun> {
+  const { channel } = input;
+  const runs = ctx.runs;
+  const abort = runs.admit();
+  const runId = crypto.randomUUID();
+  const conversation: RunConversation = {
+    id: input.conversation?.id ?? crypto.randomUUID(),
+    tenantId: channel.tenantId,
+    channelId: channel.id,
+    isNew: input.conversation === null,
+  };
+  const base = { flow: input.flow.flow, channel, runId, conversation, payload: input.payload, estimateTokens: ctx.estimateTokens };
+  const arrivedMs = Date.now();
+  let ticket: Awaited<ReturnType<typeof ctx.storage.beginRun>>;
+  try {
+    ticket = await ctx.storage.beginRun(claimOf(base, arrivedMs, runs.leaseMs));
+  } catch (error) {
+    runs.release(abort);
+    throw error;
+  }
+  const steps = driveRun({
+    ...base,
+    ticket: ticket.ticket,
+    claimed: ticket.claimed,
+    claimedAtMs: arrivedMs,
+    metadata: input.metadata,
+    abort,
+    storage: ctx.storage,
+    lifecycle: runs,
+    historyLimit: ctx.historyLimit,
+    live: input.live,
+  });
+  return { runId, conversationId: conversation.id, steps: tracked(runs, abort, input.request, steps), cancel: (reason) => abort.abort(reason) };
+}
+
+/**
+ * The run's steps, followed by the lifecycle: the client is followed from the first step
+ * (a stream's first event, sent before, does not wait for it) and the run is released once
+ * stored. A plain stepper rather than a generator delegating with `yield*`: that would add a
+ * generator's hops to every event of the run.
+ */
+function tracked(runs: RunLifecycle, abort: RunAbort, request: IncomingRequest, run: RunSteps): RunSteps {
+  let unfollowClient: (() => void) | undefined;
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    unfollowClient?.();
+    runs.release(abort);
+  };
+  return {
+    async next() {
+      if (!unfollowClient && !ended) unfollowClient = runs.followClient(request, abort);
+      try {
+        const step = await run.next();
+        if (step.done) end();
+        return step;
+      } catch (error) {
+        end();
+        throw error;
+      }
+    },
+  };
+}

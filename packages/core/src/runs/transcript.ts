@@ -1,0 +1,179 @@
+import type { TokenEstimator } from "../conversations/tokens.js";
+import type { FlowEvent } from "../flows/events.js";
+import type { ConversationMode, MessageRole, NewMessage, RunStatus } from "../storage/types.js";
+import type { RunOutcome } from "./outcome.js";
+import { isoNow } from "./timestamp.js";
+
+/** A part of the live reply, in the UI message stream's own shapes. */
+export type TextPart =
+  | { type: "text-start"; id: string }
+  | { type: "text-delta"; id: string; delta: string }
+  | { type: "text-end"; id: string };
+
+/** Who a transcript belongs to, and whether its parts are wanted. */
+export interface TranscriptOptions {
+  runId: string;
+  estimateTokens: TokenEstimator;
+  /**
+   * Whether the caller streams the live text. When false (a JSON answer) no parts are made:
+   * they would only be discarded.
+   */
+  live: boolean;
+}
+
+/** How a run ended, as the driver saw it. */
+export interface RunEnd {
+  status: RunStatus;
+  result: unknown;
+  error: string | null;
+  startedAt: string;
+  completedAt: string;
+  durationMs: number;
+}
+
+const NO_PARTS: readonly TextPart[] = Object.freeze([]);
+
+/**
+ * The rules that turn a flow's events into the reply's parts and the messages stored: a
+ * text stays open across deltas and closes at the next step, message, pause or the end;
+ * each step starts a new step id and node type for the messages after it; a pause or a
+ * handover makes the run `pending`. Pure: no clock but message timestamps, no storage, no
+ * I/O, so every rule is tested on its own.
+ */
+export class Transcript {
+  /** Messages the run produced (not the user's), in order. */
+  readonly produced: NewMessage[] = [];
+  /** Step names in the order they started. */
+  readonly executionOrder: string[] = [];
+  /** The flow's new state, when it set one (`value` may be `undefined`, which clears it). */
+  flowState: { value: unknown } | null = null;
+  #paused = false;
+  #livechatMode: ConversationMode | null = null;
+  #stepId: string | null = null;
+  #nodeType: string | null = null;
+  #open: { id: string; content: string } | null = null;
+  readonly #options: TranscriptOptions;
+
+  constructor(options: TranscriptOptions) {
+    this.#options = options;
+  }
+
+  /** The stored message of the run for `role` and `content`, in the current step. */
+  message(role: MessageRole, content: string, timestamp = isoNow(), stepId = this.#stepId, nodeType = this.#nodeType): NewMessage {
+    return {
+      origin: "agent",
+      role,
+      content,
+      timestamp,
+      tokenCount: this.#options.estimateTokens(content),
+      runId: this.#options.runId,
+      stepId,
+      nodeType,
+      toolCalls: null,
+      toolCallId: null,
+      livechatMessageId: null,
+      sender: null,
+    };
+  }
+
+  /** Applies one event; returns the parts to send for it (none when not live). */
+  apply(event: FlowEvent): readonly TextPart[] {
+    switch (event.type) {
+      case "step": {
+        const parts = this.#closeText();
+        this.#stepId = crypto.randomUUID();
+        this.#nodeType = event.nodeType;
+        this.executionOrder.push(event.name);
+        return parts;
+      }
+      case "text-delta":
+        return this.#delta(event.delta);
+      case "message": {
+        if (event.role === "assistant") {
+          const parts = this.#wholeText(event.content);
+          if (event.toolCalls) (this.produced[this.produced.length - 1] as NewMessage).toolCalls = event.toolCalls;
+          return parts;
+        }
+        const parts = this.#closeText();
+        const tool = this.message("tool", event.content);
+        tool.toolCallId = event.toolCallId ?? null;
+        tool.toolCalls = event.toolCalls ?? null;
+        this.produced.push(tool);
+        return parts;
+      }
+      case "pause":
+        this.#paused = true;
+        return this.#wholeText(event.question);
+      case "handover":
+        this.#paused = true;
+        this.#livechatMode = "livechat_waiting";
+        return event.message === undefined ? NO_PARTS : this.#wholeText(event.message);
+      case "state":
+        this.flowState = { value: event.state };
+        return NO_PARTS;
+    }
+  }
+
+  /**
+   * Closes the text left open when the flow ends. A cancelled run keeps what it wrote but
+   * sends no end part: its stream is already gone.
+   */
+  end(cancelled: boolean): readonly TextPart[] {
+    const parts = this.#closeText();
+    return cancelled ? NO_PARTS : parts;
+  }
+
+  /** The run's outcome; a run that succeeded after a pause or a handover is `pending`. */
+  outcome(runId: string, conversationId: string, end: RunEnd): RunOutcome {
+    const status = end.status === "success" && this.#paused ? "pending" : end.status;
+    return {
+      runId,
+      conversationId,
+      status,
+      result: status === "error" ? null : end.result,
+      error: end.error,
+      produced: this.produced,
+      executionOrder: this.executionOrder,
+      startedAt: end.startedAt,
+      completedAt: end.completedAt,
+      durationMs: end.durationMs,
+      livechatMode: status === "pending" ? this.#livechatMode : null,
+    };
+  }
+
+  #delta(delta: string): readonly TextPart[] {
+    if (delta === "") return NO_PARTS;
+    const live = this.#options.live;
+    let open = this.#open;
+    let start: TextPart | null = null;
+    if (!open) {
+      open = this.#open = { id: crypto.randomUUID(), content: "" };
+      if (live) start = { type: "text-start", id: open.id };
+    }
+    open.content += delta;
+    if (!live) return NO_PARTS;
+    const part: TextPart = { type: "text-delta", id: open.id, delta };
+    return start ? [start, part] : [part];
+  }
+
+  /** A whole text as one message: start, its content as one delta, end. */
+  #wholeText(content: string): readonly TextPart[] {
+    const before = this.#closeText();
+    const id = crypto.randomUUID();
+    this.#open = { id, content };
+    const after = this.#closeText();
+    if (!this.#options.live) return NO_PARTS;
+    const parts: TextPart[] = [...before, { type: "text-start", id }];
+    if (content !== "") parts.push({ type: "text-delta", id, delta: content });
+    parts.push(...after);
+    return parts;
+  }
+
+  #closeText(): readonly TextPart[] {
+    const open = this.#open;
+    if (!open) return NO_PARTS;
+    this.#open = null;
+    this.produced.push(this.message("assistant", open.content));
+    return this.#options.live ? [{ type: "text-end", id: open.id }] : NO_PARTS;
+  }
+}

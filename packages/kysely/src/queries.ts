@@ -1,0 +1,115 @@
+import type { Kysely } from "kysely";
+import { PreparedQueries, PreparedQuery } from "./prepared.js";
+import { CHANNEL_COLUMNS, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
+
+/** A row of placeholders, one per column, numbered from `offset`. */
+function placeholderRow<Column extends string>(columns: readonly Column[], $: (index: number) => never, offset = 0): Record<Column, never> {
+  return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
+}
+
+/**
+ * The statements of the request path, compiled once per storage (see {@link PreparedQuery}):
+ * the key lookup, the conversation and its recent messages, and the writes of a run: its
+ * ticket, its turn, its lease and its outcome.
+ */
+export function requestPathQueries(db: Kysely<Database>) {
+  return {
+    keyByHash: new PreparedQuery(1, ($) =>
+      db
+        .selectFrom("api_keys")
+        .innerJoin("channels", "channels.id", "api_keys.channel_id")
+        .select(CHANNEL_COLUMNS.map((column) => `channels.${column}` as const))
+        .select([
+          "api_keys.id as key_id",
+          "api_keys.hash as key_hash",
+          "api_keys.prefix as key_prefix",
+          "api_keys.environment as key_environment",
+          "api_keys.hint as key_hint",
+          "api_keys.created_at as key_created_at",
+          "api_keys.expires_at as key_expires_at",
+          "api_keys.revoked_at as key_revoked_at",
+        ])
+        .where("api_keys.hash", "=", $(0)),
+    ),
+    conversation: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(CONVERSATION_COLUMNS).where("id", "=", $(0))),
+    recentMessages: new PreparedQuery(2, ($) =>
+      db.selectFrom("messages").select(MESSAGE_COLUMNS).where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1)),
+    ),
+    insertConversation: new PreparedQuery(11, ($) =>
+      db.insertInto("conversations").values({
+        id: $(0), tenant_id: $(1), channel_id: $(2), mode: $(3), flow_state: $(4), next_turn: $(5),
+        livechat_conversation_id: null, created_at: $(6), updated_at: $(7), next_ticket: $(8), serving: $(9), lease_until: $(10),
+      }),
+    ),
+    takeTicket: new PreparedQuery(1, ($) =>
+      db
+        .updateTable("conversations")
+        .set((eb) => ({ next_ticket: eb("next_ticket", "+", 1) }))
+        .where("id", "=", $(0))
+        .returning(["next_ticket", "serving"]),
+    ),
+    queue: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(["serving", "lease_until"]).where("id", "=", $(0))),
+    claim: new PreparedQuery(4, ($) =>
+      db
+        .updateTable("conversations")
+        .set((eb) => ({ next_turn: eb("next_turn", "+", 1), lease_until: $(0), updated_at: $(1) }))
+        .where("id", "=", $(2))
+        .where("serving", "=", $(3))
+        .returning(CONVERSATION_COLUMNS),
+    ),
+    takeOver: new PreparedQuery(4, ($) =>
+      db
+        .updateTable("conversations")
+        .set((eb) => ({ serving: eb("serving", "+", 1), lease_until: $(0) }))
+        .where("id", "=", $(1))
+        .where("serving", "=", $(2))
+        .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", $(3))]))
+        .returning("serving"),
+    ),
+    cancelLapsed: new PreparedQuery(4, ($) =>
+      db
+        .updateTable("runs")
+        .set({ status: "cancelled", completed_at: $(0), error: $(1) })
+        .where("conversation_id", "=", $(2))
+        .where("ticket", "=", $(3))
+        .where("status", "=", "running"),
+    ),
+    renew: new PreparedQuery(3, ($) =>
+      db.updateTable("conversations").set({ lease_until: $(0) }).where("id", "=", $(1)).where("serving", "=", $(2)).returning("serving"),
+    ),
+    // Keyed by which of flow state and mode the run sets: a value left out keeps the stored one.
+    finishTurn: new PreparedQueries((key: string) => {
+      const [setsFlowState, setsMode] = key.split(":").map((flag) => flag === "true");
+      return new PreparedQuery(5 + Number(setsFlowState) + Number(setsMode), ($) =>
+        db
+          .updateTable("conversations")
+          .set((eb) => ({
+            next_turn: eb("next_turn", "+", $(0)),
+            updated_at: $(1),
+            serving: eb.case().when("serving", "=", $(2)).then(eb("serving", "+", 1)).else(eb.ref("serving")).end(),
+            lease_until: eb.case().when("serving", "=", $(2)).then($(3)).else(eb.ref("lease_until")).end(),
+            ...(setsFlowState ? { flow_state: $(5) } : {}),
+            ...(setsMode ? { mode: $(setsFlowState ? 6 : 5) } : {}),
+          }))
+          .where("id", "=", $(4))
+          .returning(["next_turn", "serving", "next_ticket"]),
+      );
+    }),
+    endedTicket: new PreparedQuery(2, ($) =>
+      db.selectFrom("runs").select("status").where("conversation_id", "=", $(0)).where("ticket", "=", $(1)).where("status", "<>", "running"),
+    ),
+    serve: new PreparedQuery(3, ($) => db.updateTable("conversations").set({ serving: $(0), lease_until: $(1) }).where("id", "=", $(2))),
+    insertMessages: new PreparedQueries((count: number) =>
+      new PreparedQuery(count * MESSAGE_COLUMNS.length, ($) =>
+        db.insertInto("messages").values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, row * MESSAGE_COLUMNS.length))),
+      ),
+    ),
+    insertRun: new PreparedQuery(RUN_COLUMNS.length, ($) => db.insertInto("runs").values(placeholderRow(RUN_COLUMNS, $))),
+    finishRun: new PreparedQuery(7, ($) =>
+      db
+        .updateTable("runs")
+        .set({ status: $(0), result: $(1), error: $(2), execution_order: $(3), completed_at: $(4), duration_ms: $(5) })
+        .where("id", "=", $(6)),
+    ),
+  };
+}
