@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { execute, readHistory, waitFor } from "./client.js";
+import { execute, readHistory, waitFor, storedRun } from "./client.js";
 import type { Harness } from "./harness.js";
 import { sseEvents } from "./sse.js";
 
@@ -46,7 +46,7 @@ export function abortTests(h: Harness): void {
       const first = await interrupt(h, channel.key, 3);
       expect(first.received).toBe("word1 word2 word3 ");
 
-      const stored = await waitFor(() => h.target.storage.findRun(first.runId));
+      const stored = await storedRun(h.target.storage, first.runId);
       expect(stored).toMatchObject({ id: first.runId, conversationId: first.conversationId, status: "cancelled", error: null });
 
       const afterFirst = await readHistory(h, channel.key, first.conversationId);
@@ -61,7 +61,7 @@ export function abortTests(h: Harness): void {
 
       const second = await interrupt(h, channel.key, 0, first.conversationId);
       expect(second.conversationId).toBe(first.conversationId);
-      expect(await waitFor(() => h.target.storage.findRun(second.runId))).toMatchObject({ status: "cancelled" });
+      expect(await storedRun(h.target.storage, second.runId)).toMatchObject({ status: "cancelled" });
       const afterSecond = await readHistory(h, channel.key, first.conversationId);
       const turns = afterSecond.messages.map((message) => message.turn_index);
       expect(turns).toEqual(Array.from({ length: turns.length }, (_, i) => i));
@@ -75,7 +75,7 @@ export function abortTests(h: Harness): void {
     it("a client that goes away before its JSON answer cancels the run, which is stored with what it produced", async () => {
       const channel = await h.channel({ flow: "slow" });
       const { conversationId, runId } = await interrupt(h, channel.key, 0);
-      await waitFor(() => h.target.storage.findRun(runId));
+      await storedRun(h.target.storage, runId);
       const controller = new AbortController();
       const pending = execute(h, channel.key, { payload: "again", stream: false, conversation_id: conversationId }, { signal: controller.signal });
       pending.catch(() => undefined);
@@ -88,7 +88,7 @@ export function abortTests(h: Harness): void {
         const { messages } = await readHistory(h, channel.key, conversationId);
         return messages.find((message) => message.role === "user" && message.content === "again") ?? null;
       });
-      const run = await waitFor(() => h.target.storage.findRun(stored.run_id as string));
+      const run = await storedRun(h.target.storage, stored.run_id as string);
       expect(run).toMatchObject({ conversationId, status: "cancelled" });
       const { messages } = await readHistory(h, channel.key, conversationId);
       const reply = messages.find((message) => message.run_id === run.id && message.role === "assistant");

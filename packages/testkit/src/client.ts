@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import type { RunRecord, Storage } from "@channelkit/core";
 import type { Harness } from "./harness.js";
 
 /** Path of the execute route. */
@@ -186,4 +187,12 @@ export async function waitFor<T>(probe: () => Promise<T | null | undefined>, tim
     if (Date.now() > deadline) throw new Error(`waitFor: nothing after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A run once it is stored with its outcome: its row exists while it runs, with status `running`. */
+export function storedRun(storage: Pick<Storage, "findRun">, runId: string, timeoutMs?: number): Promise<RunRecord> {
+  return waitFor(async () => {
+    const run = await storage.findRun(runId);
+    return run && run.status !== "running" ? run : null;
+  }, timeoutMs);
 }

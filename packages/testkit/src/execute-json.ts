@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { execute, expectError, ISO_TIMESTAMP, runJson, UUID } from "./client.js";
+import { execute, expectError, ISO_TIMESTAMP, runJson, UUID, storedRun } from "./client.js";
 import type { Harness } from "./harness.js";
 
 /** The JSON answer of execute, and when execute answers JSON rather than a stream. */
@@ -69,7 +69,7 @@ export function executeJsonTests(h: Harness): void {
     it("the run is stored with the ids and outcome of the response", async () => {
       const channel = await h.channel({ flow: "echo" });
       const run = await runJson(h, channel.key, { payload: "stored" });
-      const stored = await h.target.storage.findRun(run.run_id);
+      const stored = await storedRun(h.target.storage, run.run_id);
       expect(stored).toMatchObject({
         id: run.run_id,
         conversationId: run.conversation_id,

@@ -1,6 +1,6 @@
 import type { UIStreamEvent } from "@channelkit/core";
 import { describe, expect, it } from "vitest";
-import { execute, readHistory, runJson } from "./client.js";
+import { execute, readHistory, runJson, storedRun } from "./client.js";
 import type { Harness } from "./harness.js";
 import { runIds, runStream, sseEvents, streamedText } from "./sse.js";
 
@@ -26,7 +26,7 @@ export function flowTests(h: Harness): void {
       expect(run.error).toEqual({ code: "flow_error", message: expect.any(String) });
       expect(run.error?.message.length).toBeGreaterThan(0);
       expect(run.output.metadata.execution_order).toEqual(["fail"]);
-      expect(await h.target.storage.findRun(run.run_id)).toMatchObject({ status: "error", error: "flow failed on purpose" });
+      expect(await storedRun(h.target.storage, run.run_id)).toMatchObject({ status: "error", error: "flow failed on purpose" });
       const history = await readHistory(h, channel.key, run.conversation_id);
       expect(history.messages.map((message) => [message.role, message.content])).toEqual([
         ["user", "go"],
@@ -42,7 +42,7 @@ export function flowTests(h: Harness): void {
       const last = events.at(-1) as Extract<UIStreamEvent, { type: "error" }>;
       expect(typeof last.errorText).toBe("string");
       expect(last.errorText.length).toBeGreaterThan(0);
-      expect(await h.target.storage.findRun(runIds(events).run_id)).toMatchObject({ status: "error" });
+      expect(await storedRun(h.target.storage, runIds(events).run_id)).toMatchObject({ status: "error" });
     });
 
     it("ask pauses with a question (pending), and the next run on the conversation answers", async () => {
@@ -55,7 +55,7 @@ export function flowTests(h: Harness): void {
       const answered = await runJson(h, channel.key, { payload: "Ada", conversation_id: asked.conversation_id });
       expect(answered.status).toBe("success");
       expect(answered.output.messages).toEqual([{ role: "assistant", content: "Nice to meet you, Ada!" }]);
-      expect(await h.target.storage.findRun(asked.run_id)).toMatchObject({ status: "pending" });
+      expect(await storedRun(h.target.storage, asked.run_id)).toMatchObject({ status: "pending" });
     });
 
     it("ask, streamed: the question, then finish", async () => {

@@ -1,6 +1,6 @@
 import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai";
 import { describe, expect, it } from "vitest";
-import { execute, expectError, readHistory, unknownKey, UUID } from "./client.js";
+import { execute, expectError, readHistory, unknownKey, UUID, storedRun } from "./client.js";
 import type { Harness } from "./harness.js";
 import { runIds, runStream, streamedText } from "./sse.js";
 
@@ -60,7 +60,7 @@ export function streamTests(h: Harness): void {
         ["user", PAYLOAD, ids.run_id],
         ["assistant", `Echo: ${PAYLOAD}`, ids.run_id],
       ]);
-      expect(await h.target.storage.findRun(ids.run_id)).toMatchObject({ conversationId: ids.conversation_id, status: "success" });
+      expect(await storedRun(h.target.storage, ids.run_id)).toMatchObject({ conversationId: ids.conversation_id, status: "success" });
     });
 
     it("a resumed conversation streams with its conversation_id", async () => {
