@@ -12,6 +12,7 @@ import { Harness } from "./harness.js";
 import { historyTests } from "./history.js";
 import { signatureTests } from "./signature.js";
 import { streamTests } from "./stream.js";
+import { turnTests } from "./turns.js";
 import type { ContractTarget } from "./types.js";
 
 export type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
@@ -50,6 +51,7 @@ export function defineContractSuite(target: ContractTarget): void {
     flowTests(h);
     corsTests(h);
     abortTests(h);
+    turnTests(h);
 
     describe("with a small body limit", () => {
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });
