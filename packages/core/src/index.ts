@@ -36,3 +36,4 @@ export type { CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js"
 export type { UIStreamEvent } from "./runs/ui-stream.js";
 
 export type * from "./storage/types.js";
+export { memoryStorage } from "./storage/memory.js";

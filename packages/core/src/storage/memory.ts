@@ -1,0 +1,533 @@
+import type {
+  ApiKeyRecord,
+  BeginRunInput,
+  ChannelPatch,
+  ChannelRecord,
+  ClaimedTurn,
+  ClaimTurnInput,
+  CompleteRunInput,
+  ConversationMode,
+  ConversationRecord,
+  KeyWithChannel,
+  MessageRecord,
+  NewMessage,
+  RunRecord,
+  RunTicket,
+  Storage,
+  TenantRecord,
+} from "./types.js";
+
+/** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
+const LAPSED = "The run was abandoned: the instance running it stopped before it ended.";
+
+/*
+ * Rows are kept as the SQL stores keep them: JSON fields as JSON text, so that what is read
+ * back is always a new value (never an alias of what was written or of the store), and
+ * `undefined` comes back exactly as the SQL stores give it back (a flow state of
+ * `undefined` is read as `undefined`, a run result of `undefined` as `null`). Rows are
+ * never mutated in place: an update puts a new row, so that a transaction can be undone.
+ */
+
+interface TenantRow {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages"> {
+  allowedOrigins: string;
+  languages: string;
+  livechatMessages: string;
+}
+
+type KeyRow = ApiKeyRecord;
+
+interface ConversationRow extends Omit<ConversationRecord, "flowState"> {
+  flowState: string | null;
+  nextTicket: number;
+  serving: number;
+  leaseUntil: string | null;
+}
+
+interface MessageRow extends Omit<MessageRecord, "toolCalls"> {
+  toolCalls: string | null;
+}
+
+interface RunRow extends Omit<RunRecord, "result" | "executionOrder"> {
+  result: string | null;
+  executionOrder: string;
+  ticket: number | null;
+}
+
+/** JSON text of a value; `undefined` is stored as null (as the SQL stores do). */
+function toJson(value: unknown): string | null {
+  return value === undefined ? null : (JSON.stringify(value) ?? null);
+}
+
+function fromJson<T>(text: string | null, fallback: T): T {
+  return text === null ? fallback : (JSON.parse(text) as T);
+}
+
+/** A constraint the SQL schema enforces, failed: the write is refused as a database would refuse it. */
+class ConstraintError extends Error {
+  constructor(message: string) {
+    super(`channelkit (memory storage): ${message}`);
+    this.name = "ConstraintError";
+  }
+}
+
+/**
+ * A {@link Storage} kept in this process's memory, for tests of your own flows and channels:
+ * no database, no migration, nothing to clean up. It behaves as the SQL stores of
+ * `@channelkit/kysely` do, constraint failures and all (a duplicate key hash, a conversation
+ * id that exists, a message or run for an unknown conversation), and every write is atomic.
+ * Its data lives only as long as the object: it is per process and lost on exit, so it
+ * cannot be shared by several instances of a service. `migrate()` and `close()` do nothing
+ * but `close()` makes later calls fail, as a closed database would.
+ *
+ * @example
+ * import { createChannelService, memoryStorage } from "@channelkit/core";
+ *
+ * const service = await createChannelService({ storage: memoryStorage(), flows: [myFlow] });
+ */
+export function memoryStorage(): Storage {
+  const tenants = new Map<string, TenantRow>();
+  const channels = new Map<string, ChannelRow>();
+  /** Unique index on `channels.client_id` (nulls allowed, any number of them). */
+  const channelsByClientId = new Map<string, string>();
+  const keys = new Map<string, KeyRow>();
+  /** Unique index on `api_keys.hash`. */
+  const keysByHash = new Map<string, string>();
+  const conversations = new Map<string, ConversationRow>();
+  /** Messages by conversation, then by turn index (the primary key). */
+  const messages = new Map<string, Map<number, MessageRow>>();
+  const runs = new Map<string, RunRow>();
+  /** Unique index on `runs (conversation_id, ticket)`. */
+  const runsByTicket = new Map<string, string>();
+  let closed = false;
+
+  /** The undo steps of the transaction being applied, or null outside one. */
+  let journal: (() => void)[] | null = null;
+
+  /** Sets `map[key]` to `value` (or deletes it when `value` is undefined), undone if the transaction fails. */
+  function put<K, V>(map: Map<K, V>, key: K, value: V | undefined): void {
+    if (journal) {
+      const had = map.has(key);
+      const old = map.get(key);
+      journal.push(() => (had ? map.set(key, old as V) : map.delete(key)));
+    }
+    if (value === undefined) map.delete(key);
+    else map.set(key, value);
+  }
+
+  /** Runs `body` as one transaction: when it throws, every write it made is undone. */
+  function transaction<T>(body: () => T): T {
+    if (closed) throw new Error("channelkit (memory storage): the storage is closed");
+    const undo: (() => void)[] = [];
+    journal = undo;
+    try {
+      return body();
+    } catch (error) {
+      for (let i = undo.length - 1; i >= 0; i--) (undo[i] as () => void)();
+      throw error;
+    } finally {
+      journal = null;
+    }
+  }
+
+  // Inserts and their constraints (primary keys, unique indexes, foreign keys).
+
+  function insertTenant(tenant: TenantRecord): void {
+    if (tenants.has(tenant.id)) throw new ConstraintError(`tenant ${tenant.id} exists`);
+    put(tenants, tenant.id, { id: tenant.id, name: tenant.name, createdAt: tenant.createdAt });
+  }
+
+  function insertChannel(channel: ChannelRecord): void {
+    if (channels.has(channel.id)) throw new ConstraintError(`channel ${channel.id} exists`);
+    if (!tenants.has(channel.tenantId)) throw new ConstraintError(`tenant ${channel.tenantId} of channel ${channel.id} does not exist`);
+    if (channel.clientId !== null && channelsByClientId.has(channel.clientId)) throw new ConstraintError(`a channel with client id ${channel.clientId} exists`);
+    put(channels, channel.id, channelToRow(channel));
+    if (channel.clientId !== null) put(channelsByClientId, channel.clientId, channel.id);
+  }
+
+  function insertKey(key: ApiKeyRecord): void {
+    if (keys.has(key.id)) throw new ConstraintError(`key ${key.id} exists`);
+    if (keysByHash.has(key.hash)) throw new ConstraintError("a key with this hash exists");
+    if (!channels.has(key.channelId)) throw new ConstraintError(`channel ${key.channelId} of key ${key.id} does not exist`);
+    put(keys, key.id, { ...key });
+    put(keysByHash, key.hash, key.id);
+  }
+
+  function insertConversation(row: ConversationRow): void {
+    if (conversations.has(row.id)) throw new ConstraintError(`conversation ${row.id} exists`);
+    if (!channels.has(row.channelId)) throw new ConstraintError(`channel ${row.channelId} of conversation ${row.id} does not exist`);
+    put(conversations, row.id, row);
+  }
+
+  function insertMessage(conversationId: string, turnIndex: number, message: NewMessage): MessageRecord {
+    if (!conversations.has(conversationId)) throw new ConstraintError(`conversation ${conversationId} does not exist`);
+    let stored = messages.get(conversationId);
+    if (!stored) {
+      stored = new Map();
+      put(messages, conversationId, stored);
+    }
+    if (stored.has(turnIndex)) throw new ConstraintError(`conversation ${conversationId} has a message at turn ${turnIndex}`);
+    const row = messageToRow(conversationId, turnIndex, message);
+    put(stored, turnIndex, row);
+    return rowToMessage(row);
+  }
+
+  function insertRun(run: RunRecord, ticket: number | null): void {
+    if (runs.has(run.id)) throw new ConstraintError(`run ${run.id} exists`);
+    if (!conversations.has(run.conversationId)) throw new ConstraintError(`conversation ${run.conversationId} of run ${run.id} does not exist`);
+    const ticketKey = ticket === null ? null : `${run.conversationId}\u0000${ticket}`;
+    if (ticketKey !== null && runsByTicket.has(ticketKey)) throw new ConstraintError(`conversation ${run.conversationId} has a run with ticket ${ticket}`);
+    put(runs, run.id, runToRow(run, ticket));
+    if (ticketKey !== null) put(runsByTicket, ticketKey, run.id);
+  }
+
+  function runOfTicket(conversationId: string, ticket: number): RunRow | undefined {
+    const id = runsByTicket.get(`${conversationId}\u0000${ticket}`);
+    return id === undefined ? undefined : runs.get(id);
+  }
+
+  // The run queue, statement by statement as the SQL stores run it.
+
+  /** Claims `ticket`'s turn if it is the one served; null when it is not its turn. */
+  function claim(input: BeginRunInput, ticket: number): ClaimedTurn | null {
+    const id = input.conversation.id;
+    const row = conversations.get(id);
+    if (!row || row.serving !== ticket) return null;
+    const claimed: ConversationRow = { ...row, nextTurn: row.nextTurn + 1, leaseUntil: input.leaseUntil, updatedAt: input.now };
+    put(conversations, id, claimed);
+    const userMessage = storeClaim(input, ticket, claimed.nextTurn - 1);
+    return { conversation: rowToConversation(claimed), userMessage };
+  }
+
+  /** What a claim stores: the user message at `turn` and the run's `running` row. */
+  function storeClaim(input: BeginRunInput, ticket: number, turn: number): MessageRecord {
+    const userMessage = insertMessage(input.conversation.id, turn, input.userMessage);
+    insertRun(input.run, ticket);
+    return userMessage;
+  }
+
+  /** Serves `from`, or the first ticket after it whose run has not already ended. */
+  function skipEndedTickets(conversationId: string, from: number, claimUntil: string): void {
+    let next = from;
+    for (;;) {
+      const run = runOfTicket(conversationId, next);
+      if (!run || run.status === "running") break;
+      next++;
+    }
+    const row = conversations.get(conversationId);
+    if (next !== from && row) put(conversations, conversationId, { ...row, serving: next, leaseUntil: claimUntil });
+  }
+
+  const storage: Storage = {
+    async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
+      open();
+      const id = keysByHash.get(hash);
+      const key = id === undefined ? undefined : keys.get(id);
+      const channel = key ? channels.get(key.channelId) : undefined;
+      return key && channel ? { key: { ...key }, channel: rowToChannel(channel) } : null;
+    },
+
+    async findConversation(id: string): Promise<ConversationRecord | null> {
+      open();
+      const row = conversations.get(id);
+      return row ? rowToConversation(row) : null;
+    },
+
+    async listRecentMessages(conversationId: string, limit: number): Promise<MessageRecord[]> {
+      open();
+      const stored = messages.get(conversationId);
+      if (!stored || limit <= 0) return [];
+      const rows = [...stored.values()].sort((a, b) => a.turnIndex - b.turnIndex);
+      return rows.slice(Math.max(0, rows.length - limit)).map(rowToMessage);
+    },
+
+    async beginRun(input: BeginRunInput): Promise<RunTicket> {
+      const { conversation } = input;
+      return transaction(() => {
+        if (conversation.isNew) {
+          // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
+          const row: ConversationRow = {
+            id: conversation.id,
+            tenantId: conversation.tenantId,
+            channelId: conversation.channelId,
+            mode: "bot",
+            flowState: null,
+            nextTurn: 1,
+            livechatConversationId: null,
+            createdAt: input.run.startedAt,
+            updatedAt: input.run.startedAt,
+            nextTicket: 1,
+            serving: 0,
+            leaseUntil: input.leaseUntil,
+          };
+          insertConversation(row);
+          const userMessage = storeClaim(input, 0, 0);
+          return { ticket: 0, claimed: { conversation: rowToConversation(row), userMessage } };
+        }
+        const row = conversations.get(conversation.id);
+        if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+        const ticket = row.nextTicket;
+        put(conversations, row.id, { ...row, nextTicket: ticket + 1 });
+        if (row.serving !== ticket) return { ticket, claimed: null };
+        return { ticket, claimed: claim(input, ticket) };
+      });
+    },
+
+    async claimTurn(input: ClaimTurnInput): Promise<ClaimedTurn | null> {
+      const { conversation, ticket } = input;
+      return transaction(() => {
+        const row = conversations.get(conversation.id);
+        if (!row) return null;
+        const serving = row.serving;
+        const lapsed = serving < ticket && (row.leaseUntil === null || row.leaseUntil < input.now);
+        if (serving !== ticket && !lapsed) return null;
+        if (lapsed) {
+          // The run being served stopped with its instance, or its ticket was never claimed:
+          // it is stored cancelled and the next ticket is served.
+          put(conversations, row.id, { ...row, serving: serving + 1, leaseUntil: input.claimUntil });
+          const stale = runOfTicket(conversation.id, serving);
+          if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: LAPSED });
+          skipEndedTickets(conversation.id, serving + 1, input.claimUntil);
+        }
+        return claim(input, ticket);
+      });
+    },
+
+    async renewTurn(conversationId: string, ticket: number, leaseUntil: string): Promise<boolean> {
+      return transaction(() => {
+        const row = conversations.get(conversationId);
+        if (!row || row.serving !== ticket) return false;
+        put(conversations, conversationId, { ...row, leaseUntil });
+        return true;
+      });
+    },
+
+    async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
+      const { conversation, run, ticket } = input;
+      const setsFlowState = input.claimed && "flowState" in input;
+      const setsMode = input.claimed && input.mode !== undefined;
+      return transaction(() => {
+        const row = conversations.get(conversation.id);
+        if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+        const count = input.messages.length;
+        const served = row.serving === ticket;
+        const updated: ConversationRow = {
+          ...row,
+          nextTurn: row.nextTurn + count,
+          updatedAt: run.completedAt,
+          serving: served ? row.serving + 1 : row.serving,
+          leaseUntil: served ? input.claimUntil : row.leaseUntil,
+        };
+        if (setsFlowState) updated.flowState = toJson(input.flowState);
+        if (setsMode) updated.mode = input.mode as ConversationMode;
+        put(conversations, row.id, updated);
+        const first = row.nextTurn;
+        const stored = input.messages.map((message, i) => insertMessage(conversation.id, first + i, message));
+        if (input.claimed) {
+          const running = runs.get(run.id);
+          if (running) {
+            put(runs, run.id, {
+              ...running,
+              status: run.status,
+              result: toJson(run.result),
+              error: run.error,
+              executionOrder: JSON.stringify(run.executionOrder),
+              completedAt: run.completedAt,
+              durationMs: run.durationMs,
+            });
+          }
+        } else {
+          insertRun(run, ticket);
+        }
+        // The turn passed on when this ticket was the one served: skip tickets whose run
+        // already ended (cancelled while waiting), unless nobody else is queued.
+        if (updated.serving === ticket + 1 && updated.serving < updated.nextTicket) skipEndedTickets(conversation.id, updated.serving, input.claimUntil);
+        return stored;
+      });
+    },
+
+    async findRun(id: string): Promise<RunRecord | null> {
+      open();
+      const row = runs.get(id);
+      return row ? rowToRun(row) : null;
+    },
+
+    async createTenant(tenant: TenantRecord): Promise<void> {
+      transaction(() => insertTenant(tenant));
+    },
+
+    async findTenant(id: string): Promise<TenantRecord | null> {
+      open();
+      const row = tenants.get(id);
+      return row ? { ...row } : null;
+    },
+
+    async countTenants(): Promise<number> {
+      open();
+      return tenants.size;
+    },
+
+    async createChannel(channel: ChannelRecord, key: ApiKeyRecord): Promise<void> {
+      transaction(() => {
+        insertChannel(channel);
+        insertKey(key);
+      });
+    },
+
+    async findChannel(id: string): Promise<ChannelRecord | null> {
+      open();
+      const row = channels.get(id);
+      return row ? rowToChannel(row) : null;
+    },
+
+    async updateChannel(id: string, patch: ChannelPatch, updatedAt: string): Promise<ChannelRecord | null> {
+      return transaction(() => {
+        const row = channels.get(id);
+        if (!row) return null;
+        const updated = { ...row, ...patchToRow(patch), updatedAt };
+        put(channels, id, updated);
+        return rowToChannel(updated);
+      });
+    },
+
+    async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string): Promise<void> {
+      transaction(() => {
+        for (const stored of [...keys.values()]) {
+          if (stored.channelId === channelId && stored.revokedAt === null) put(keys, stored.id, { ...stored, revokedAt });
+        }
+        insertKey(key);
+        const channel = channels.get(channelId);
+        if (channel) put(channels, channelId, { ...channel, apiKeyHint: key.hint, updatedAt: revokedAt });
+      });
+    },
+
+    async migrate(): Promise<void> {
+      open();
+    },
+
+    async close(): Promise<void> {
+      closed = true;
+    },
+  };
+
+  /** Reads fail once the storage is closed, as on a closed database. */
+  function open(): void {
+    if (closed) throw new Error("channelkit (memory storage): the storage is closed");
+  }
+
+  return storage;
+}
+
+function channelToRow(channel: ChannelRecord): ChannelRow {
+  return {
+    id: channel.id,
+    tenantId: channel.tenantId,
+    name: channel.name,
+    type: channel.type,
+    mode: channel.mode,
+    environment: channel.environment,
+    state: channel.state,
+    flowName: channel.flowName,
+    allowedOrigins: JSON.stringify(channel.allowedOrigins),
+    defaultStream: Boolean(channel.defaultStream),
+    requireSignature: Boolean(channel.requireSignature),
+    signingSecretEncrypted: channel.signingSecretEncrypted,
+    apiKeyHint: channel.apiKeyHint,
+    clientId: channel.clientId,
+    languages: JSON.stringify(channel.languages),
+    livechatMessages: JSON.stringify(channel.livechatMessages),
+    createdAt: channel.createdAt,
+    updatedAt: channel.updatedAt,
+  };
+}
+
+function rowToChannel(row: ChannelRow): ChannelRecord {
+  return {
+    ...row,
+    allowedOrigins: fromJson(row.allowedOrigins, []),
+    languages: fromJson(row.languages, []),
+    livechatMessages: fromJson(row.livechatMessages, {}),
+  };
+}
+
+/** The columns a patch sets: a field left `undefined` keeps the stored value. */
+function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
+  const row: Partial<ChannelRow> = {};
+  if (patch.name !== undefined) row.name = patch.name;
+  if (patch.environment !== undefined) row.environment = patch.environment;
+  if (patch.state !== undefined) row.state = patch.state;
+  if (patch.flowName !== undefined) row.flowName = patch.flowName;
+  if (patch.allowedOrigins !== undefined) row.allowedOrigins = JSON.stringify(patch.allowedOrigins);
+  if (patch.defaultStream !== undefined) row.defaultStream = Boolean(patch.defaultStream);
+  if (patch.requireSignature !== undefined) row.requireSignature = Boolean(patch.requireSignature);
+  if (patch.signingSecretEncrypted !== undefined) row.signingSecretEncrypted = patch.signingSecretEncrypted;
+  if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
+  if (patch.livechatMessages !== undefined) row.livechatMessages = JSON.stringify(patch.livechatMessages);
+  return row;
+}
+
+function rowToConversation(row: ConversationRow): ConversationRecord {
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    channelId: row.channelId,
+    mode: row.mode,
+    flowState: fromJson(row.flowState, undefined),
+    nextTurn: row.nextTurn,
+    livechatConversationId: row.livechatConversationId,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+function messageToRow(conversationId: string, turnIndex: number, message: NewMessage): MessageRow {
+  return {
+    conversationId,
+    turnIndex,
+    origin: message.origin,
+    role: message.role,
+    content: message.content,
+    timestamp: message.timestamp,
+    tokenCount: message.tokenCount,
+    runId: message.runId,
+    stepId: message.stepId,
+    nodeType: message.nodeType,
+    toolCalls: message.toolCalls === null ? null : JSON.stringify(message.toolCalls),
+    toolCallId: message.toolCallId,
+    livechatMessageId: message.livechatMessageId,
+    sender: message.sender,
+  };
+}
+
+function rowToMessage(row: MessageRow): MessageRecord {
+  return { ...row, toolCalls: fromJson(row.toolCalls, null) };
+}
+
+function runToRow(run: RunRecord, ticket: number | null): RunRow {
+  return {
+    id: run.id,
+    conversationId: run.conversationId,
+    channelId: run.channelId,
+    tenantId: run.tenantId,
+    status: run.status,
+    flowName: run.flowName,
+    flowVersion: run.flowVersion,
+    result: toJson(run.result),
+    error: run.error,
+    executionOrder: JSON.stringify(run.executionOrder),
+    startedAt: run.startedAt,
+    completedAt: run.completedAt,
+    durationMs: run.durationMs,
+    ticket,
+  };
+}
+
+function rowToRun(row: RunRow): RunRecord {
+  const { ticket: _ticket, ...rest } = row;
+  return { ...rest, result: fromJson(row.result, null), executionOrder: fromJson(row.executionOrder, []) };
+}
