@@ -41,8 +41,15 @@ interface StreamEvent {
   data?: { run_id: string; conversation_id: string };
 }
 
-function execute(server: ServeProcess, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
+function execute(
+  server: ServeProcess,
+  key: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(`${server.url}/public/v1/api/execute`, {
+    signal,
     method: "POST",
     headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...headers },
     body: JSON.stringify(body),
@@ -112,21 +119,28 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
   let tenantId: string;
   let servers: ServeProcess[] = [];
   /** One channel per test, made by the CLI before the tests run. */
-  let channels: Record<"turns" | "state" | "origins" | "rotate", CreatedChannel>;
+  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow", CreatedChannel>;
 
   const cli = <T = any>(...args: string[]) => runCliJson<T>([...args, "--db", db], ENV);
   const createChannel = (...extra: string[]) => cli<CreatedChannel>("channel", "create", "--tenant", tenantId, "--flow", "echo", ...extra);
+  const createSlowChannel = () => cli<CreatedChannel>("channel", "create", "--tenant", tenantId, "--flow", "slow");
 
   beforeAll(async () => {
     await ensureBuilt();
     ({ db, drop } = await open());
     tenantId = (await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Multi")).tenant.id;
     // Processes side by side (SQLite writers queue on the busy timeout); saves a second or two.
-    const [[turns, state, origins, rotate], started] = await Promise.all([
-      Promise.all([createChannel(), createChannel(), createChannel("--mode", "public", "--allowed-origin", "https://a.example"), createChannel()]),
+    const [[turns, state, origins, rotate, slow], started] = await Promise.all([
+      Promise.all([
+        createChannel(),
+        createChannel(),
+        createChannel("--mode", "public", "--allowed-origin", "https://a.example"),
+        createChannel(),
+        createSlowChannel(),
+      ]),
       Promise.all([0, 1].map(() => startServe(["--db", db, "--port", "0"], ENV))),
     ]);
-    channels = { turns, state, origins, rotate };
+    channels = { turns, state, origins, rotate, slow };
     servers = started;
   }, 120_000);
 
@@ -142,7 +156,6 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
     expect(a.child.pid).not.toBe(b.child.pid);
     expect(a.url).not.toBe(b.url);
 
-    // A new conversation exists in storage only once its first run ended: create it first.
     const opening = await run(a, key, { payload: "opening message" });
     expect(opening).toMatchObject({ status: 200, outcome: "success", reply: "Echo: opening message" });
     const conversationId = opening.conversationId;
@@ -198,9 +211,12 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
     // Storage holds exactly these 51 runs, all successful, and the counter went to 102.
     const storage = openStorage(db);
     try {
-      const runs = await storage.db.selectFrom("runs").select(["id", "status"]).where("conversation_id", "=", conversationId).execute();
+      const runs = await storage.db.selectFrom("runs").select(["id", "status", "result"]).where("conversation_id", "=", conversationId).execute();
       expect(runs.map((r) => r.id).sort()).toEqual([...runIds].sort());
       expect(runs.every((r) => r.status === "success")).toBe(true);
+      // Runs took turns: each saw the flow state the previous one stored, on either server.
+      const turns = runs.map((r) => (JSON.parse(r.result as string) as { turn: number }).turn).sort((x, y) => x - y);
+      expect(turns).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
       const conversation = await storage.db.selectFrom("conversations").select(["next_turn", "channel_id"]).where("id", "=", conversationId).executeTakeFirstOrThrow();
       expect(Number(conversation.next_turn)).toBe(102);
       expect(conversation.channel_id).toBe(channel.id);
@@ -208,6 +224,35 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
       await storage.close();
     }
   }, 30_000);
+
+  it("a conversation started on one server is usable on the other from its first event", async () => {
+    const { api_key: key } = channels.slow;
+    const [a, b] = servers as [ServeProcess, ServeProcess];
+    const streaming = new AbortController();
+    const response = await execute(a, key, { payload: "first", stream: true }, {}, streaming.signal);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let text = "";
+    while (!text.includes("\n\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the stream ended before its first event");
+      text += new TextDecoder().decode(value);
+    }
+    const first = JSON.parse(text.slice(0, text.indexOf("\n\n")).replace(/^data: /, "")) as StreamEvent;
+    const conversationId = first.data?.conversation_id as string;
+    expect(first.type).toBe("data-run");
+
+    // On the other server, at once: history shows the run's user message...
+    const during = await fetch(`${b.url}/public/v1/api/conversations/${conversationId}/messages`, { headers: { Authorization: `Bearer ${key}` } });
+    expect(during.status).toBe(200);
+    const body = (await during.json()) as { messages: HistoryMessage[] };
+    expect(body.messages.map((m) => [m.turn_index, m.role, m.content])).toEqual([[0, "user", "first"]]);
+    // ...and an execute resuming it is accepted there (it waits its turn; gone before it comes).
+    const waiting = new AbortController();
+    const resumed = await execute(b, key, { payload: "second", stream: true, conversation_id: conversationId }, {}, waiting.signal);
+    expect(resumed.status).toBe(200);
+    waiting.abort();
+    streaming.abort();
+  });
 
   describe("a change made by a third process is seen by both servers on their very next request", () => {
     it("channel update --state inactive: 409 channel_inactive on both; --state active: both run again", async () => {
