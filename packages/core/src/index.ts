@@ -5,6 +5,10 @@ export type { Route, RouteParams } from "./http/router.js";
 export { json, errorReply } from "./http/respond.js";
 export { toResponse, fromResponse, isReplyStream, type Reply, type ReplyStream, type ReplyChunk, type IncomingRequest, type RequestHeaders } from "./http/reply.js";
 export { authenticateApiKey, bearerToken } from "./auth/authenticate.js";
+export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
+export type { RunSteps, TextPart } from "./runs/driver.js";
+export type { RunOutcome } from "./runs/outcome.js";
+export { RunAbort } from "./runs/abort.js";
 
 export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage } from "./flows/define.js";
 export {
