@@ -224,7 +224,7 @@ const heldFlow = defineFlow({
   async *run(ctx) {
     yield step("held");
     yield text(`Held: ${ctx.payload}`);
-    if (ctx.payload === "hold") {
+    if (ctx.payload.startsWith("hold")) {
       hold.reached.resolve();
       await hold.release.promise;
     }
@@ -314,6 +314,8 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       flows: [...demoFlows, heldFlow],
       secretKey: SECRET_KEY,
       logger,
+      // A run whose outcome could not be stored keeps its conversation's turn this long.
+      turnLeaseMs: 2000,
     });
     server = await serve(service, { port: 0 });
     const { tenant } = await service.admin.createTenant({ name: "faults" });
@@ -349,17 +351,17 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
     return request(EXECUTE, key, { method: "POST", body: JSON.stringify(body) });
   }
 
-  async function history(conversationId: string): Promise<HistoryEntry[]> {
-    const response = await request(historyPath(conversationId), echoKey);
+  async function history(conversationId: string, key = echoKey): Promise<HistoryEntry[]> {
+    const response = await request(historyPath(conversationId), key);
     expect(response.status).toBe(200);
     return ((await response.json()) as { messages: HistoryEntry[] }).messages;
   }
 
   /** A conversation of `runs` successful echo runs; returns its id. */
-  async function conversation(runs: number): Promise<string> {
+  async function conversation(runs: number, key = echoKey): Promise<string> {
     let id: string | undefined;
     for (let i = 0; i < runs; i++) {
-      const response = await execute(echoKey, { payload: `hello ${i}`, ...(id ? { conversation_id: id } : {}) });
+      const response = await execute(key, { payload: `hello ${i}`, ...(id ? { conversation_id: id } : {}) });
       expect(response.status).toBe(200);
       id = ((await response.json()) as { conversation_id: string }).conversation_id;
     }
@@ -389,13 +391,13 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
   }
 
   /** After a fault: the next requests succeed at once, on the same process and service. */
-  async function expectServiceBack(conversationId: string, turnsBefore: number): Promise<void> {
-    const response = await execute(echoKey, { payload: "back", conversation_id: conversationId });
+  async function expectServiceBack(conversationId: string, turnsBefore: number, key = echoKey): Promise<void> {
+    const response = await execute(key, { payload: "back", conversation_id: conversationId });
     expect(response.status).toBe(200);
     expect(((await response.json()) as { status: string }).status).toBe("success");
-    const messages = await history(conversationId);
+    const messages = await history(conversationId, key);
     expect(messages.map((m) => m.turn_index)).toEqual([...Array(turnsBefore + 2).keys()]);
-    expect(messages.slice(-2).map((m) => m.content)).toEqual(["back", "Echo: back"]);
+    expect(messages.slice(-2).map((m) => m.content)).toEqual(["back", key === echoKey ? "Echo: back" : "Held: back"]);
     expect(crashes).toEqual([]);
   }
 
@@ -442,9 +444,10 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       expect(tail.at(-1)).toEqual({ type: "error", errorText: expect.any(String) });
 
       proxy.restore();
-      // Nothing of the run was stored: not the run, not the conversation it would have started.
-      expect(await direct.findRun(runId)).toBeNull();
-      expect(await direct.findConversation(conversationId)).toBeNull();
+      // The run's outcome was not stored: the conversation exists from its first event, with
+      // the user message, and the run is still `running` until its turn's lease lapses.
+      expect(await direct.findRun(runId)).toMatchObject({ status: "running" });
+      expect((await history(conversationId, heldKey)).map((m) => [m.turn_index, m.role, m.content])).toEqual([[0, "user", "hold"]]);
       const again = await execute(heldKey, { payload: "after", stream: true });
       expect((await new EventReader(again).rest()).at(-1)).toEqual({ type: "finish", finishReason: "stop" });
       expect(crashes).toEqual([]);
@@ -452,17 +455,27 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
   });
 
   describe("a failure in the middle of storing a run", () => {
-    /** Runs one streamed echo on `conversationId` while `fault` fires inside its transaction. */
-    async function runInterrupted(conversationId: string, fired: Promise<void>) {
+    /**
+     * Streams a held run on `conversationId`; once it holds its turn (its claim is stored),
+     * arms the fault and lets the run end, so that the fault fires inside the transaction
+     * that stores its outcome.
+     */
+    async function runInterrupted(conversationId: string, arm: () => Promise<void>) {
+      hold = { reached: deferred(), release: deferred() };
+      const response = await execute(heldKey, { payload: "hold lost words", conversation_id: conversationId, stream: true });
+      expect(response.status).toBe(200);
+      const events = new EventReader(response);
+      const first = (await events.next()) as Extract<UIStreamEvent, { type: "data-run" }>;
+      expect(first.type).toBe("data-run");
+      const rest = events.rest();
+      await hold.reached.promise;
+      const fired = arm();
       const { value, ms } = await timed(async () => {
-        const response = await execute(echoKey, { payload: "lost words", conversation_id: conversationId, stream: true });
-        expect(response.status).toBe(200);
-        return new EventReader(response).rest();
+        hold.release.resolve();
+        return rest;
       });
       await fired;
       expect(ms).toBeLessThan(BOUND_MS);
-      const first = value[0] as Extract<UIStreamEvent, { type: "data-run" }>;
-      expect(first.type).toBe("data-run");
       expect(value.at(-1)).toEqual({ type: "error", errorText: expect.any(String) });
       expect(value.some((event) => event.type === "finish")).toBe(false);
       return first.data.run_id;
@@ -477,44 +490,52 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       return Number(row.next_turn);
     }
 
-    it("a link cut as the transaction commits leaves no half-written turn, and turn indexes stay contiguous", async () => {
-      const id = await conversation(2);
-      const before = await history(id);
+    it("a link cut as the outcome's transaction commits leaves no half-written turn; the lapsed run is taken over", async () => {
+      const id = await conversation(2, heldKey);
+      const before = await history(id, heldKey);
       expect(before.map((m) => m.turn_index)).toEqual([0, 1, 2, 3]);
 
-      // Every statement of the run's transaction reached the server; its COMMIT does not.
-      const runId = await runInterrupted(id, proxy.failOn("commit", "cut"));
+      // Every statement of the outcome's transaction reached the server; its COMMIT does not.
+      const runId = await runInterrupted(id, () => proxy.failOn("commit", "cut"));
 
       proxy.restore();
-      expect(await history(id)).toEqual(before);
-      expect(await direct.findRun(runId)).toBeNull();
-      expect(await storedTurns(id)).toBe(4);
-      const orphans = await direct.db.selectFrom("messages").select("turn_index").where("run_id", "=", runId).execute();
-      expect(orphans).toEqual([]);
-      await expectServiceBack(id, 4);
+      // What the run's claim stored stays (its user message, at the next turn); nothing of its outcome.
+      const after = await history(id, heldKey);
+      expect(after.slice(0, 4)).toEqual(before);
+      expect(after.slice(4).map((m) => [m.turn_index, m.role, m.content, m.run_id])).toEqual([[4, "user", "hold lost words", runId]]);
+      expect(await direct.findRun(runId)).toMatchObject({ status: "running" });
+      expect(await storedTurns(id)).toBe(5);
+      // The next run waits for the lost run's lease to lapse, stores it cancelled and goes on.
+      await expectServiceBack(id, 5, heldKey);
+      expect(await direct.findRun(runId)).toMatchObject({ status: "cancelled", error: expect.stringContaining("abandoned") });
     });
 
     it("a transaction abandoned in a black hole releases the conversation: its next run succeeds", async () => {
       expect(TIMEOUTS.idleInTransactionTimeoutMs).toBeLessThan(TIMEOUTS.queryTimeoutMs);
-      const id = await conversation(1);
-      const before = await history(id);
+      const id = await conversation(1, heldKey);
+      const before = await history(id, heldKey);
 
-      // The conversation row is locked and updated; the link goes dark as the messages are
-      // inserted (the first statement to carry the payload: statements are prepared, so
-      // their SQL text crosses a connection only once). The service gives up; the server
-      // never hears of it again.
-      const runId = await runInterrupted(id, proxy.failOn("lost words", "dark"));
+      // The conversation row is locked and updated; the link goes dark as the reply is
+      // inserted (the first statement to carry it: statements are prepared, so their SQL text
+      // crosses a connection only once). The service gives up; the server never hears of it again.
+      const runId = await runInterrupted(id, () => proxy.failOn("Held: hold lost words", "dark"));
       proxy.restore({ forgetOld: true });
 
       // The server ended the abandoned transaction idleInTransactionTimeoutMs after its last
-      // statement, before the service even gave up on it (queryTimeoutMs), so the lock it held
-      // is gone: the very next run on the conversation succeeds, on a fresh connection.
-      const response = await execute(echoKey, { payload: "back", conversation_id: id });
+      // statement, before the service even gave up on it (queryTimeoutMs), so the row lock it
+      // held is gone; the run's turn passes on once its lease lapses, and the next run succeeds.
+      const response = await execute(heldKey, { payload: "back", conversation_id: id });
       expect(response.status).toBe(200);
-      expect(await direct.findRun(runId)).toBeNull();
-      const after = await history(id);
+      expect(await direct.findRun(runId)).toMatchObject({ status: "cancelled" });
+      const after = await history(id, heldKey);
       expect(after.slice(0, before.length)).toEqual(before);
-      expect(after.map((m) => m.turn_index)).toEqual([0, 1, 2, 3]);
+      expect(after.map((m) => [m.turn_index, m.content])).toEqual([
+        [0, "hello 0"],
+        [1, "Held: hello 0"],
+        [2, "hold lost words"],
+        [3, "back"],
+        [4, "Held: back"],
+      ]);
       expect(crashes).toEqual([]);
     });
   });
