@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { memoryStorage, type Storage } from "@channelkit/core";
 import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { createTestDatabase } from "./postgres.js";
 import type { TestStore } from "./target.js";
@@ -31,4 +32,44 @@ export async function sqliteTestStore(): Promise<TestStore> {
 export async function postgresTestStore(serverUrl: string): Promise<TestStore> {
   const database = await createTestDatabase(serverUrl);
   return kyselyStore(postgres(database.url), () => database.drop());
+}
+
+/**
+ * A store on `memoryStorage()` of `@channelkit/core`. Keys can be expired: the store
+ * remembers the hashes of each channel's keys and reads them back expired.
+ */
+export async function memoryTestStore(): Promise<TestStore> {
+  const inner = memoryStorage();
+  await inner.migrate();
+  const hashesOf = new Map<string, Set<string>>();
+  const expired = new Map<string, string>();
+  const remember = (channelId: string, hash: string) => {
+    let hashes = hashesOf.get(channelId);
+    if (!hashes) hashesOf.set(channelId, (hashes = new Set()));
+    hashes.add(hash);
+  };
+  const storage: Storage = {
+    ...inner,
+    async createChannel(channel, key) {
+      await inner.createChannel(channel, key);
+      remember(key.channelId, key.hash);
+    },
+    async replaceChannelKey(channelId, key, revokedAt) {
+      await inner.replaceChannelKey(channelId, key, revokedAt);
+      remember(key.channelId, key.hash);
+    },
+    async findKeyByHash(hash) {
+      const found = await inner.findKeyByHash(hash);
+      const expiresAt = expired.get(hash);
+      return found && expiresAt !== undefined ? { ...found, key: { ...found.key, expiresAt } } : found;
+    },
+  };
+  return {
+    storage,
+    async expireApiKeys(channelId) {
+      const past = new Date(Date.now() - 60_000).toISOString();
+      for (const hash of hashesOf.get(channelId) ?? []) expired.set(hash, past);
+    },
+    dispose: async () => undefined,
+  };
 }

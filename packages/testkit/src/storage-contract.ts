@@ -1,0 +1,790 @@
+import type {
+  ApiKeyRecord,
+  BeginRunInput,
+  ChannelRecord,
+  ClaimedTurn,
+  ClaimTurnInput,
+  CompleteRunInput,
+  ConversationMode,
+  NewMessage,
+  RunRecord,
+  RunStatus,
+  Storage,
+} from "@channelkit/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/**
+ * A storage for {@link storageContract}: the storage alone, or with what removes what it
+ * left behind (a temporary file, a test database), as the stores of `@channelkit/testkit` are.
+ */
+export type StorageUnderTest = Storage | { storage: Storage; dispose(): Promise<void> };
+
+const T0 = Date.parse("2025-01-01T00:00:00.000Z");
+/** ISO 8601 time `seconds` after the suite's fixed epoch. */
+const at = (seconds: number) => new Date(T0 + seconds * 1000).toISOString();
+const LEASE_SECONDS = 30;
+
+/**
+ * Declares the behaviour every {@link Storage} must have (vitest `describe`/`it`), whatever
+ * its database: tenants, channels and keys read back as written; and above all the run
+ * queue: runs of one conversation take turns by ticket, a lapsed lease is taken over, a run
+ * cancelled while it waited is skipped, and turn indexes stay contiguous under concurrency.
+ * `open` is called once for the whole suite and must give a fresh, migrated storage; every
+ * test provisions its own tenants and channels.
+ *
+ * @example
+ * storageContract("memory", async () => memoryStorage());
+ * storageContract("SQLite", sqliteTestStore);
+ */
+export function storageContract(name: string, open: () => Promise<StorageUnderTest>): void {
+  describe(`Storage contract: ${name}`, () => {
+    let opened: StorageUnderTest | undefined;
+    let storage: Storage;
+    beforeAll(async () => {
+      opened = await open();
+      storage = "dispose" in opened ? opened.storage : opened;
+      await storage.migrate();
+    });
+    afterAll(async () => {
+      if (!opened) return;
+      await storage.close();
+      if ("dispose" in opened) await opened.dispose();
+    });
+
+    async function seed(overrides: Partial<ChannelRecord> = {}) {
+      const tenant = { id: crypto.randomUUID(), name: "Acme", createdAt: at(0) };
+      await storage.createTenant(tenant);
+      const channel = channelRecord(tenant.id, overrides);
+      const key = keyRecord(channel, `hash-${crypto.randomUUID()}`);
+      await storage.createChannel(channel, key);
+      return { tenant, channel, key };
+    }
+
+    /** A conversation of a seeded channel, and runs on it. */
+    async function conversation() {
+      const { channel } = await seed();
+      return new Conversation(storage, channel);
+    }
+
+    describe("tenants and channels", () => {
+      it("stores and reads back a tenant; a duplicate id fails", async () => {
+        const before = await storage.countTenants();
+        const tenant = { id: crypto.randomUUID(), name: "Acme", createdAt: at(0) };
+        await storage.createTenant(tenant);
+        expect(await storage.countTenants()).toBe(before + 1);
+        expect(await storage.findTenant(tenant.id)).toEqual(tenant);
+        expect(await storage.findTenant(crypto.randomUUID())).toBeNull();
+        await expect(storage.createTenant({ ...tenant, name: "Other" })).rejects.toThrow();
+        expect(await storage.findTenant(tenant.id)).toEqual(tenant);
+        expect(await storage.countTenants()).toBe(before + 1);
+      });
+
+      it("stores and reads back a channel with its JSON and boolean fields", async () => {
+        const { channel } = await seed({ clientId: `client-${crypto.randomUUID()}`, requireSignature: true, defaultStream: false, signingSecretEncrypted: "v1:a:b" });
+        expect(await storage.findChannel(channel.id)).toEqual(channel);
+        expect(await storage.findChannel(crypto.randomUUID())).toBeNull();
+        const plain = await seed({ name: null, allowedOrigins: [], languages: [], livechatMessages: {}, apiKeyHint: null });
+        expect(await storage.findChannel(plain.channel.id)).toEqual(plain.channel);
+      });
+
+      it("creates a channel and its key atomically: a duplicate key hash fails and leaves no channel", async () => {
+        const { tenant, key } = await seed();
+        const second = channelRecord(tenant.id);
+        await expect(storage.createChannel(second, keyRecord(second, key.hash))).rejects.toThrow();
+        expect(await storage.findChannel(second.id)).toBeNull();
+        // The channel id is free: the same channel with another key is stored.
+        const fresh = keyRecord(second, `hash-${crypto.randomUUID()}`);
+        await storage.createChannel(second, fresh);
+        expect(await storage.findKeyByHash(fresh.hash)).toEqual({ key: fresh, channel: second });
+      });
+
+      it("refuses a second channel with the same id", async () => {
+        const { tenant, channel } = await seed();
+        const again = { ...channelRecord(tenant.id), id: channel.id, name: "again" };
+        await expect(storage.createChannel(again, keyRecord(again, `hash-${crypto.randomUUID()}`))).rejects.toThrow();
+        expect(await storage.findChannel(channel.id)).toEqual(channel);
+      });
+
+      it("updates only the patched fields and returns the new record; an unknown channel gives null", async () => {
+        const { channel } = await seed();
+        const updated = await storage.updateChannel(
+          channel.id,
+          { state: "inactive", allowedOrigins: [], defaultStream: false, requireSignature: true, name: null, languages: ["de_DE"] },
+          at(100),
+        );
+        const expected = { ...channel, state: "inactive", allowedOrigins: [], defaultStream: false, requireSignature: true, name: null, languages: ["de_DE"], updatedAt: at(100) };
+        expect(updated).toEqual(expected);
+        expect(await storage.findChannel(channel.id)).toEqual(expected);
+        // A field given as undefined is left alone.
+        const again = await storage.updateChannel(channel.id, { flowName: "other", state: undefined, livechatMessages: { livechat_closed: "Bye" } }, at(200));
+        expect(again).toEqual({ ...expected, flowName: "other", livechatMessages: { livechat_closed: "Bye" }, updatedAt: at(200) });
+        expect(await storage.updateChannel(crypto.randomUUID(), { state: "active" }, at(0))).toBeNull();
+      });
+
+      it("returns copies: changing a record read or written does not change what is stored", async () => {
+        const { channel, key } = await seed();
+        const expected = structuredClone(channel);
+        channel.allowedOrigins.push("https://changed.example.com");
+        channel.livechatMessages.livechat_active = "changed";
+        const read = await storage.findChannel(channel.id);
+        expect(read).toEqual(expected);
+        read?.languages.push("xx_XX");
+        const found = await storage.findKeyByHash(key.hash);
+        found?.channel.allowedOrigins.push("https://other.example.com");
+        if (found) found.key.hint = "changed";
+        expect(await storage.findChannel(channel.id)).toEqual(expected);
+        expect((await storage.findKeyByHash(key.hash))?.key.hint).toBe(key.hint);
+      });
+    });
+
+    describe("keys", () => {
+      it("findKeyByHash returns the key with its channel, or null", async () => {
+        const { channel, key } = await seed();
+        expect(await storage.findKeyByHash(key.hash)).toEqual({ key, channel });
+        expect(await storage.findKeyByHash(`unknown-${crypto.randomUUID()}`)).toBeNull();
+      });
+
+      it("replaceChannelKey revokes every active key, stores the new one and updates the channel's hint", async () => {
+        const { channel, key } = await seed();
+        const other = await seed();
+
+        const second = keyRecord(channel, `hash-${crypto.randomUUID()}`, "svc_live_****cond");
+        await storage.replaceChannelKey(channel.id, second, at(300));
+        expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBe(at(300));
+        const found = await storage.findKeyByHash(second.hash);
+        expect(found?.key).toEqual(second);
+        expect(found?.channel).toEqual({ ...channel, apiKeyHint: "svc_live_****cond", updatedAt: at(300) });
+
+        const third = keyRecord(channel, `hash-${crypto.randomUUID()}`, "svc_live_****hird");
+        await storage.replaceChannelKey(channel.id, third, at(400));
+        // A key already revoked keeps its revocation time.
+        expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBe(at(300));
+        expect((await storage.findKeyByHash(second.hash))?.key.revokedAt).toBe(at(400));
+        expect((await storage.findKeyByHash(third.hash))?.key.revokedAt).toBeNull();
+        expect((await storage.findChannel(channel.id))?.apiKeyHint).toBe("svc_live_****hird");
+
+        // Another channel's key is untouched.
+        expect(await storage.findKeyByHash(other.key.hash)).toEqual({ key: other.key, channel: other.channel });
+      });
+
+      it("replaceChannelKey is one transaction: a duplicate hash revokes nothing", async () => {
+        const { channel, key } = await seed();
+        const other = await seed();
+        await expect(storage.replaceChannelKey(channel.id, keyRecord(channel, other.key.hash), at(500))).rejects.toThrow();
+        expect(await storage.findKeyByHash(key.hash)).toEqual({ key, channel });
+      });
+    });
+
+    describe("a run starting a conversation", () => {
+      it("creates it, holds ticket 0 and its turn at once, and stores its user message at turn 0 and its running row", async () => {
+        const c = await conversation();
+        const run = c.run("hello");
+        const ticket = await storage.beginRun(run.begin(0));
+        expect(ticket.ticket).toBe(0);
+        expect(ticket.claimed).toEqual({
+          conversation: {
+            id: c.id,
+            tenantId: c.channel.tenantId,
+            channelId: c.channel.id,
+            mode: "bot",
+            flowState: undefined,
+            nextTurn: 1,
+            livechatConversationId: null,
+            createdAt: at(0),
+            updatedAt: at(0),
+          },
+          userMessage: { ...run.userMessage, conversationId: c.id, turnIndex: 0 },
+        });
+        expect(await storage.findConversation(c.id)).toEqual(ticket.claimed?.conversation);
+        expect(await storage.listRecentMessages(c.id, 10)).toEqual([ticket.claimed?.userMessage]);
+        const stored = await storage.findRun(run.id);
+        expect(stored).toEqual(run.record);
+        expect(stored).toMatchObject({ status: "running", completedAt: stored?.startedAt, durationMs: 0 });
+
+        await storage.completeRun(run.complete({ ticket: 0, messages: ["Echo: hello"], flowState: { n: 1 }, seconds: 2 }));
+        expect(await storage.findRun(run.id)).toEqual({ ...run.record, status: "success", result: { ok: true }, executionOrder: ["echo"], completedAt: at(2), durationMs: 2000 });
+        expect(await storage.findConversation(c.id)).toEqual({ ...ticket.claimed?.conversation, flowState: { n: 1 }, nextTurn: 2, updatedAt: at(2) });
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => [m.turnIndex, m.role, m.content])).toEqual([
+          [0, "user", "hello"],
+          [1, "assistant", "Echo: hello"],
+        ]);
+      });
+
+      it("fails when the id exists, and stores nothing of the run", async () => {
+        const c = await conversation();
+        const first = c.run("a");
+        await storage.beginRun(first.begin(0));
+        const again = c.run("b");
+        await expect(storage.beginRun(again.begin(1))).rejects.toThrow();
+        expect(await storage.findRun(again.id)).toBeNull();
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual(["a"]);
+        expect(await storage.findConversation(c.id)).toMatchObject({ nextTurn: 1 });
+      });
+
+      it("fails for a channel that does not exist, and stores nothing", async () => {
+        const c = await conversation();
+        const missing = new Conversation(storage, { ...c.channel, id: crypto.randomUUID() });
+        const run = missing.run("x");
+        await expect(storage.beginRun(run.begin(0))).rejects.toThrow();
+        expect(await storage.findConversation(missing.id)).toBeNull();
+        expect(await storage.findRun(run.id)).toBeNull();
+      });
+
+      it("is one transaction: a run id already stored leaves no conversation behind", async () => {
+        const c = await conversation();
+        const first = c.run("a");
+        await storage.beginRun(first.begin(0));
+        const other = await conversation();
+        const run = other.run("b");
+        run.id = first.id;
+        await expect(storage.beginRun(run.begin(0))).rejects.toThrow();
+        expect(await storage.findConversation(other.id)).toBeNull();
+        expect(await storage.listRecentMessages(other.id, 10)).toEqual([]);
+      });
+    });
+
+    describe("unknown conversations", () => {
+      it("beginRun on a conversation that does not exist throws; completeRun too; claimTurn gives null; renewTurn false", async () => {
+        const c = await conversation();
+        const run = c.run("x");
+        await expect(storage.beginRun(run.begin(0, { isNew: false }))).rejects.toThrow();
+        expect(await storage.claimTurn(run.claim(0, 0))).toBeNull();
+        expect(await storage.renewTurn(c.id, 0, at(10))).toBe(false);
+        await expect(storage.completeRun(run.complete({ ticket: 0, messages: ["y"], seconds: 1 }))).rejects.toThrow();
+        expect(await storage.findConversation(c.id)).toBeNull();
+        expect(await storage.findRun(run.id)).toBeNull();
+        expect(await storage.findRun(crypto.randomUUID())).toBeNull();
+        expect(await storage.listRecentMessages(c.id, 10)).toEqual([]);
+      });
+    });
+
+    describe("the run queue", () => {
+      it("makes a second run wait for the first, then hands it the flow state the first stored", async () => {
+        const c = await conversation();
+        const first = c.run("one");
+        await storage.beginRun(first.begin(0));
+        const second = c.run("two");
+        const ticket = await storage.beginRun(second.begin(1, { isNew: false }));
+        expect(ticket).toEqual({ ticket: 1, claimed: null });
+        // Nothing of the waiting run is stored yet.
+        expect(await storage.findRun(second.id)).toBeNull();
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual(["one"]);
+        expect(await storage.claimTurn(second.claim(1, 2))).toBeNull();
+        expect(await storage.claimTurn(second.claim(1, 3))).toBeNull();
+
+        await storage.completeRun(first.complete({ ticket: 0, messages: ["reply one"], flowState: { count: 1 }, seconds: 4 }));
+        const claimed = await storage.claimTurn(second.claim(1, 5));
+        expect(claimed?.conversation).toEqual({
+          id: c.id,
+          tenantId: c.channel.tenantId,
+          channelId: c.channel.id,
+          mode: "bot",
+          flowState: { count: 1 },
+          nextTurn: 3,
+          livechatConversationId: null,
+          createdAt: at(0),
+          updatedAt: at(5),
+        });
+        expect(claimed?.userMessage).toEqual({ ...second.userMessage, conversationId: c.id, turnIndex: 2 });
+        expect(await storage.findRun(second.id)).toEqual(second.record);
+        // Claimed once: a second claim of the same ticket fails on the run already stored.
+        await expect(storage.claimTurn(second.claim(1, 6))).rejects.toThrow();
+
+        await storage.completeRun(second.complete({ ticket: 1, messages: ["reply two"], flowState: { count: 2 }, seconds: 7 }));
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => [m.turnIndex, m.content, m.runId])).toEqual([
+          [0, "one", first.id],
+          [1, "reply one", first.id],
+          [2, "two", second.id],
+          [3, "reply two", second.id],
+        ]);
+        expect(await storage.findConversation(c.id)).toMatchObject({ flowState: { count: 2 }, nextTurn: 4 });
+        // The queue is free again: the next run claims at once.
+        const third = c.run("three");
+        const next = await storage.beginRun(third.begin(8, { isNew: false }));
+        expect(next.ticket).toBe(2);
+        expect(next.claimed?.userMessage.turnIndex).toBe(4);
+        expect(next.claimed?.conversation.flowState).toEqual({ count: 2 });
+      });
+
+      it("serves several waiting runs in ticket order, with contiguous turn indexes", async () => {
+        const c = await conversation();
+        const runs = ["a", "b", "c", "d"].map((name) => c.run(name));
+        await storage.beginRun((runs[0] as TestRun).begin(0));
+        for (let i = 1; i < runs.length; i++) expect(await storage.beginRun((runs[i] as TestRun).begin(i, { isNew: false }))).toEqual({ ticket: i, claimed: null });
+        for (let i = 0; i < runs.length; i++) {
+          const run = runs[i] as TestRun;
+          if (i > 0) {
+            // Only the run whose ticket is served may claim.
+            for (let later = i + 1; later < runs.length; later++) expect(await storage.claimTurn((runs[later] as TestRun).claim(later, 10 * i))).toBeNull();
+            expect((await storage.claimTurn(run.claim(i, 10 * i)))?.userMessage.turnIndex).toBe(3 * i);
+          }
+          expect((await storage.findRun(run.id))?.status).toBe("running");
+          const stored = await storage.completeRun(run.complete({ ticket: i, messages: [`${run.name} 1`, `${run.name} 2`], seconds: 10 * i + 1 }));
+          expect(stored.map((m) => m.turnIndex)).toEqual([3 * i + 1, 3 * i + 2]);
+        }
+        const messages = await storage.listRecentMessages(c.id, 100);
+        expect(messages.map((m) => m.turnIndex)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+        expect(messages.map((m) => m.content)).toEqual(["a", "a 1", "a 2", "b", "b 1", "b 2", "c", "c 1", "c 2", "d", "d 1", "d 2"]);
+        for (const run of runs) expect((await storage.findRun(run.id))?.status).toBe("success");
+      });
+
+      it("renews the lease of the run holding the turn only", async () => {
+        const c = await conversation();
+        const first = c.run("a");
+        await storage.beginRun(first.begin(0));
+        const second = c.run("b");
+        await storage.beginRun(second.begin(1, { isNew: false }));
+        expect(await storage.renewTurn(c.id, 0, at(60))).toBe(true);
+        expect(await storage.renewTurn(c.id, 1, at(60))).toBe(false);
+        expect(await storage.renewTurn(c.id, 7, at(60))).toBe(false);
+        // Renewed to 60 s: the waiting run cannot take the turn over at 45 s.
+        expect(await storage.claimTurn(second.claim(1, 45))).toBeNull();
+        await storage.completeRun(first.complete({ ticket: 0, messages: [], seconds: 46 }));
+        expect(await storage.renewTurn(c.id, 0, at(90))).toBe(false);
+        expect(await storage.claimTurn(second.claim(1, 47))).not.toBeNull();
+        expect(await storage.renewTurn(c.id, 1, at(90))).toBe(true);
+      });
+
+      it("lets the next run take a lapsed turn over: the stale run is stored cancelled", async () => {
+        const c = await conversation();
+        const stale = c.run("stale");
+        await storage.beginRun(stale.begin(0));
+        const waiting = c.run("waiting");
+        await storage.beginRun(waiting.begin(1, { isNew: false }));
+        // The lease runs until 30 s.
+        expect(await storage.claimTurn(waiting.claim(1, 29))).toBeNull();
+        expect(await storage.claimTurn(waiting.claim(1, LEASE_SECONDS))).toBeNull();
+        const claimed = await storage.claimTurn(waiting.claim(1, 31));
+        expect(claimed?.userMessage).toMatchObject({ turnIndex: 1, content: "waiting", runId: waiting.id });
+        const cancelled = await storage.findRun(stale.id);
+        expect(cancelled).toMatchObject({ status: "cancelled", completedAt: at(31), startedAt: at(0) });
+        expect(cancelled?.error).toMatch(/^The run was abandoned: /);
+        expect(await storage.findRun(waiting.id)).toMatchObject({ status: "running" });
+        // The stale run no longer holds the turn; the new holder does.
+        expect(await storage.renewTurn(c.id, 0, at(100))).toBe(false);
+        expect(await storage.renewTurn(c.id, 1, at(100))).toBe(true);
+        await storage.completeRun(waiting.complete({ ticket: 1, messages: ["done"], seconds: 32 }));
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => [m.turnIndex, m.content])).toEqual([
+          [0, "stale"],
+          [1, "waiting"],
+          [2, "done"],
+        ]);
+      });
+
+      it("takes over a lapsed turn for the run after the next: the tickets in between wait their turn", async () => {
+        const c = await conversation();
+        const stale = c.run("stale");
+        await storage.beginRun(stale.begin(0));
+        const second = c.run("second");
+        await storage.beginRun(second.begin(1, { isNew: false }));
+        const third = c.run("third");
+        await storage.beginRun(third.begin(2, { isNew: false }));
+        // The third run sees the lapse first: ticket 0 is cancelled and ticket 1 served, with a new lease.
+        expect(await storage.claimTurn(third.claim(2, 40, { claimUntil: 70 }))).toBeNull();
+        expect((await storage.findRun(stale.id))?.status).toBe("cancelled");
+        expect(await storage.claimTurn(third.claim(2, 50))).toBeNull();
+        expect((await storage.claimTurn(second.claim(1, 51)))?.userMessage.turnIndex).toBe(1);
+      });
+
+      it("skips the ticket of a run cancelled while it waited, which stores its user message and no state", async () => {
+        const c = await conversation();
+        const first = c.run("first");
+        await storage.beginRun(first.begin(0));
+        const gone = c.run("gone");
+        await storage.beginRun(gone.begin(1, { isNew: false }));
+        const third = c.run("third");
+        await storage.beginRun(third.begin(2, { isNew: false }));
+
+        const cancelled = gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, flowState: { from: "gone" }, mode: "livechat_waiting", seconds: 3 });
+        const stored = await storage.completeRun(cancelled);
+        expect(stored).toEqual([{ ...gone.userMessage, conversationId: c.id, turnIndex: 1 }]);
+        expect(await storage.findRun(gone.id)).toEqual(cancelled.run);
+        // The first run still holds the turn, and its state and mode are untouched.
+        expect(await storage.findConversation(c.id)).toMatchObject({ flowState: undefined, mode: "bot", nextTurn: 2 });
+        expect(await storage.renewTurn(c.id, 0, at(10))).toBe(true);
+        expect(await storage.claimTurn(third.claim(2, 4))).toBeNull();
+
+        await storage.completeRun(first.complete({ ticket: 0, messages: ["reply"], flowState: { from: "first" }, seconds: 5 }));
+        const claimed = await storage.claimTurn(third.claim(2, 6));
+        expect(claimed?.conversation).toMatchObject({ flowState: { from: "first" }, mode: "bot" });
+        expect(claimed?.userMessage.turnIndex).toBe(3);
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => [m.turnIndex, m.content])).toEqual([
+          [0, "first"],
+          [1, "gone"],
+          [2, "reply"],
+          [3, "third"],
+        ]);
+      });
+
+      it("passes the turn on when the run whose turn came is cancelled before it claims it", async () => {
+        const c = await conversation();
+        const first = c.run("first");
+        await storage.beginRun(first.begin(0));
+        const gone = c.run("gone");
+        await storage.beginRun(gone.begin(1, { isNew: false }));
+        const third = c.run("third");
+        await storage.beginRun(third.begin(2, { isNew: false }));
+        await storage.completeRun(first.complete({ ticket: 0, messages: ["reply"], seconds: 1 }));
+        // Ticket 1 is served, but its run stops before claiming.
+        expect(await storage.claimTurn(third.claim(2, 2))).toBeNull();
+        await storage.completeRun(gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, seconds: 3 }));
+        const claimed = await storage.claimTurn(third.claim(2, 4));
+        expect(claimed?.userMessage.turnIndex).toBe(3);
+      });
+
+      it("frees the queue when the last waiting run is cancelled", async () => {
+        const c = await conversation();
+        const first = c.run("first");
+        await storage.beginRun(first.begin(0));
+        const gone = c.run("gone");
+        await storage.beginRun(gone.begin(1, { isNew: false }));
+        await storage.completeRun(gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, seconds: 1 }));
+        await storage.completeRun(first.complete({ ticket: 0, messages: ["reply"], seconds: 2 }));
+        const next = c.run("next");
+        const ticket = await storage.beginRun(next.begin(3, { isNew: false }));
+        expect(ticket.ticket).toBe(2);
+        expect(ticket.claimed?.userMessage.turnIndex).toBe(3);
+      });
+
+      it("skips a cancelled waiting run when a lapsed turn is taken over", async () => {
+        const c = await conversation();
+        const stale = c.run("stale");
+        await storage.beginRun(stale.begin(0));
+        const gone = c.run("gone");
+        await storage.beginRun(gone.begin(1, { isNew: false }));
+        const third = c.run("third");
+        await storage.beginRun(third.begin(2, { isNew: false }));
+        await storage.completeRun(gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, seconds: 1 }));
+        const claimed = await storage.claimTurn(third.claim(2, 40));
+        expect(claimed?.userMessage.turnIndex).toBe(2);
+        expect((await storage.findRun(stale.id))?.status).toBe("cancelled");
+        expect((await storage.findRun(gone.id))?.status).toBe("cancelled");
+        expect((await storage.findRun(gone.id))?.error).toBeNull();
+      });
+    });
+
+    describe("flow state and mode", () => {
+      it("keeps them unless given; undefined clears the flow state; a run cancelled while waiting never sets them", async () => {
+        const c = await conversation();
+        const step = async (options: Partial<CompleteOptions>) => {
+          const run = c.run("u");
+          const ticket = await storage.beginRun(run.begin(0, { isNew: c.started ? false : true }));
+          c.started = true;
+          await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: ["a"], seconds: 1, ...options }));
+          return storage.findConversation(c.id);
+        };
+        expect(await step({ flowState: { n: 1 } })).toMatchObject({ flowState: { n: 1 }, mode: "bot" });
+        expect(await step({})).toMatchObject({ flowState: { n: 1 }, mode: "bot" });
+        expect(await step({ mode: "livechat_waiting" })).toMatchObject({ flowState: { n: 1 }, mode: "livechat_waiting" });
+        expect(await step({ flowState: null })).toMatchObject({ flowState: null, mode: "livechat_waiting" });
+        expect(await step({ flowState: "text", mode: "bot" })).toMatchObject({ flowState: "text", mode: "bot" });
+        const cleared = await step({ flowState: undefined });
+        expect(cleared?.flowState).toBeUndefined();
+        expect(cleared?.mode).toBe("bot");
+        expect(await step({ flowState: [1, { deep: true }] })).toMatchObject({ flowState: [1, { deep: true }] });
+      });
+
+      it("hands the stored flow state to the next claim as a copy", async () => {
+        const c = await conversation();
+        const first = c.run("a");
+        await storage.beginRun(first.begin(0));
+        const state = { list: [1] };
+        await storage.completeRun(first.complete({ ticket: 0, messages: [], flowState: state, seconds: 1 }));
+        state.list.push(2);
+        const second = c.run("b");
+        const claimed = (await storage.beginRun(second.begin(2, { isNew: false }))).claimed as ClaimedTurn;
+        expect(claimed.conversation.flowState).toEqual({ list: [1] });
+        (claimed.conversation.flowState as { list: number[] }).list.push(3);
+        expect((await storage.findConversation(c.id))?.flowState).toEqual({ list: [1] });
+      });
+    });
+
+    describe("completeRun", () => {
+      it("stores a run without messages, leaving the turn counter alone", async () => {
+        const c = await conversation();
+        const run = c.run("a");
+        await storage.beginRun(run.begin(0));
+        expect(await storage.completeRun(run.complete({ ticket: 0, messages: [], seconds: 1 }))).toEqual([]);
+        expect((await storage.findConversation(c.id))?.nextTurn).toBe(1);
+        expect(await storage.findRun(run.id)).toMatchObject({ status: "success", durationMs: 1000 });
+      });
+
+      it("returns the messages as stored, and stores tool calls and live-chat fields", async () => {
+        const c = await conversation();
+        const run = c.run("q");
+        await storage.beginRun(run.begin(0));
+        const input = run.complete({ ticket: 0, messages: [], seconds: 1 });
+        input.messages.push(
+          { ...newMessage("", "assistant", run.id), toolCalls: [{ id: "call_1", name: "search", arguments: { q: "x" } }] },
+          { ...newMessage("result", "tool", run.id), toolCallId: "call_1" },
+          { ...newMessage("human here", "assistant", null), origin: "livechat", stepId: null, nodeType: null, livechatMessageId: "lc-1", sender: "agent" },
+        );
+        const expected = structuredClone(input.messages).map((message, i) => ({ ...message, conversationId: c.id, turnIndex: i + 1 }));
+        const stored = await storage.completeRun(input);
+        expect(stored).toEqual(expected);
+        // What was written and what was returned are not what is stored.
+        (input.messages[0]?.toolCalls as unknown[]).push("changed");
+        (stored[0]?.toolCalls as unknown[]).push("changed");
+        const read = await storage.listRecentMessages(c.id, 10);
+        expect(read.slice(1)).toEqual(expected);
+        (read[1]?.toolCalls as unknown[]).push("changed");
+        expect((await storage.listRecentMessages(c.id, 10)).slice(1)).toEqual(expected);
+      });
+
+      it("is one transaction: a failing run insert allocates no turns, stores no message and keeps the queue", async () => {
+        const c = await conversation();
+        const first = c.run("a");
+        await storage.beginRun(first.begin(0));
+        const waiting = c.run("b");
+        await storage.beginRun(waiting.begin(1, { isNew: false }));
+        // A cancelled waiting run stored under an id that exists fails whole.
+        const duplicate = waiting.complete({ ticket: 1, claimed: false, status: "cancelled", messages: ["x"], user: true, seconds: 1 });
+        duplicate.run.id = first.id;
+        await expect(storage.completeRun(duplicate)).rejects.toThrow();
+        expect(await storage.findConversation(c.id)).toMatchObject({ nextTurn: 1 });
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual(["a"]);
+        expect(await storage.findRun(first.id)).toMatchObject({ status: "running" });
+        await storage.completeRun(first.complete({ ticket: 0, messages: ["reply"], seconds: 2 }));
+        expect((await storage.claimTurn(waiting.claim(1, 3)))?.userMessage.turnIndex).toBe(2);
+      });
+
+      it("records are copies: a run read back does not alias the store", async () => {
+        const c = await conversation();
+        const run = c.run("a");
+        await storage.beginRun(run.begin(0));
+        const input = run.complete({ ticket: 0, messages: [], seconds: 1 });
+        await storage.completeRun(input);
+        input.run.executionOrder.push("changed");
+        const read = await storage.findRun(run.id);
+        expect(read?.executionOrder).toEqual(["echo"]);
+        read?.executionOrder.push("changed");
+        (read?.result as { ok: boolean }).ok = false;
+        expect(await storage.findRun(run.id)).toMatchObject({ executionOrder: ["echo"], result: { ok: true } });
+      });
+    });
+
+    describe("listRecentMessages", () => {
+      it("returns the most recent N messages of the conversation, oldest first", async () => {
+        const c = await conversation();
+        const other = new Conversation(storage, c.channel);
+        for (let i = 0; i < 5; i++) {
+          const run = c.run(`u${i}`);
+          const ticket = await storage.beginRun(run.begin(i, { isNew: i === 0 }));
+          await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [`a${i}`], seconds: i }));
+        }
+        const elsewhere = other.run("elsewhere");
+        await storage.beginRun(elsewhere.begin(0));
+
+        expect((await storage.listRecentMessages(c.id, 3)).map((m) => [m.turnIndex, m.content])).toEqual([
+          [7, "a3"],
+          [8, "u4"],
+          [9, "a4"],
+        ]);
+        expect((await storage.listRecentMessages(c.id, 100)).map((m) => m.turnIndex)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.turnIndex)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        expect((await storage.listRecentMessages(c.id, 1)).map((m) => m.content)).toEqual(["a4"]);
+        expect(await storage.listRecentMessages(c.id, 0)).toEqual([]);
+        expect((await storage.listRecentMessages(other.id, 100)).map((m) => m.content)).toEqual(["elsewhere"]);
+        expect(await storage.listRecentMessages(crypto.randomUUID(), 10)).toEqual([]);
+      });
+    });
+
+    describe("concurrency", () => {
+      it("gives 20 concurrent runs on one conversation their turns in ticket order, with contiguous turn indexes", async () => {
+        const c = await conversation();
+        const opening = c.run("open");
+        await storage.beginRun(opening.begin(0));
+        await storage.completeRun(opening.complete({ ticket: 0, messages: ["opened"], flowState: { count: 0 }, seconds: 1 }));
+
+        const RUNS = 20;
+        const results = await Promise.all(
+          Array.from({ length: RUNS }, async (_, i) => {
+            const run = c.run(`u${i}`);
+            const begun = await storage.beginRun(run.begin(2, { isNew: false }));
+            let claimed = begun.claimed;
+            for (let attempt = 0; !claimed; attempt++) {
+              if (attempt > 2000) throw new Error(`run ${i} never got its turn`);
+              await new Promise((resolve) => setTimeout(resolve, 2));
+              claimed = await storage.claimTurn(run.claim(begun.ticket, 3));
+            }
+            const count = (claimed.conversation.flowState as { count: number }).count + 1;
+            const stored = await storage.completeRun(run.complete({ ticket: begun.ticket, messages: [`a${i}`, `b${i}`], flowState: { count }, seconds: 4 }));
+            return { ticket: begun.ticket, user: claimed.userMessage, stored };
+          }),
+        );
+        // Every ticket once, and every run saw the state of the run before it.
+        expect(results.map((r) => r.ticket).sort((a, b) => a - b)).toEqual(Array.from({ length: RUNS }, (_, i) => i + 1));
+        expect(await storage.findConversation(c.id)).toMatchObject({ flowState: { count: RUNS }, nextTurn: 2 + 3 * RUNS });
+        for (const { ticket, user, stored } of results) {
+          // Runs take turns by ticket: each run's user message and replies are one block.
+          expect(user.turnIndex).toBe(2 + 3 * (ticket - 1));
+          expect(stored.map((m) => m.turnIndex)).toEqual([user.turnIndex + 1, user.turnIndex + 2]);
+        }
+        const all = await storage.listRecentMessages(c.id, 1000);
+        expect(all.map((m) => m.turnIndex)).toEqual(Array.from({ length: 2 + 3 * RUNS }, (_, i) => i));
+        expect(new Set(all.map((m) => m.content)).size).toBe(all.length);
+      });
+    });
+  });
+}
+
+/** A run on a {@link Conversation}: what it begins, claims and completes with. */
+interface TestRun {
+  id: string;
+  name: string;
+  userMessage: NewMessage;
+  record: RunRecord;
+  begin(seconds: number, options?: { isNew?: boolean }): BeginRunInput;
+  claim(ticket: number, seconds: number, options?: { claimUntil?: number }): ClaimTurnInput;
+  complete(options: CompleteOptions): CompleteRunInput;
+}
+
+interface CompleteOptions {
+  ticket: number;
+  /** Assistant messages to store (the user message too when `user`). */
+  messages: string[];
+  /** Completion time, in seconds after the epoch. */
+  seconds: number;
+  claimed?: boolean;
+  status?: RunStatus;
+  user?: boolean;
+  flowState?: unknown;
+  mode?: ConversationMode;
+}
+
+class Conversation {
+  readonly id = crypto.randomUUID();
+  started = false;
+  constructor(
+    readonly storage: Storage,
+    readonly channel: ChannelRecord,
+  ) {}
+
+  run(name: string): TestRun {
+    const { channel } = this;
+    const conversationId = this.id;
+    const id = crypto.randomUUID();
+    const userMessage = newMessage(name, "user", id);
+    const conversation = { id: conversationId, tenantId: channel.tenantId, channelId: channel.id };
+    let startedAt = at(0);
+    const record = (): RunRecord => ({
+      id: run.id,
+      conversationId,
+      channelId: channel.id,
+      tenantId: channel.tenantId,
+      status: "running",
+      flowName: "echo",
+      flowVersion: "1",
+      result: null,
+      error: null,
+      executionOrder: [],
+      startedAt,
+      completedAt: startedAt,
+      durationMs: 0,
+    });
+    const run: TestRun = {
+      id,
+      name,
+      userMessage,
+      get record() {
+        return record();
+      },
+      begin(seconds, options = {}) {
+        startedAt = at(seconds);
+        return {
+          conversation: { ...conversation, isNew: options.isNew ?? true },
+          run: record(),
+          userMessage: structuredClone(userMessage),
+          now: at(seconds),
+          leaseUntil: at(seconds + LEASE_SECONDS),
+        };
+      },
+      claim(ticket, seconds, options = {}) {
+        return { ...run.begin(seconds, { isNew: false }), ticket, claimUntil: at(options.claimUntil ?? seconds + LEASE_SECONDS) };
+      },
+      complete(options) {
+        const claimed = options.claimed ?? true;
+        const status = options.status ?? "success";
+        const completedAt = at(options.seconds);
+        const messages = options.messages.map((content) => newMessage(content, "assistant", run.id));
+        if (options.user) messages.unshift(structuredClone(userMessage));
+        const input: CompleteRunInput = {
+          run: {
+            ...record(),
+            ...(claimed ? {} : { startedAt: completedAt }),
+            status,
+            result: status === "success" ? { ok: true } : null,
+            executionOrder: status === "success" ? ["echo"] : [],
+            completedAt,
+            durationMs: claimed ? Date.parse(completedAt) - Date.parse(startedAt) : 0,
+          },
+          conversation: { ...conversation, isNew: false },
+          ticket: options.ticket,
+          claimed,
+          messages,
+          claimUntil: at(options.seconds + LEASE_SECONDS),
+        };
+        if ("flowState" in options) input.flowState = options.flowState;
+        if (options.mode !== undefined) input.mode = options.mode;
+        return input;
+      },
+    };
+    return run;
+  }
+}
+
+function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {}): ChannelRecord {
+  return {
+    id: crypto.randomUUID(),
+    tenantId,
+    name: "Test channel",
+    type: "api",
+    mode: "server",
+    environment: "prod",
+    state: "active",
+    flowName: "echo",
+    allowedOrigins: ["https://app.example.com"],
+    defaultStream: true,
+    requireSignature: false,
+    signingSecretEncrypted: null,
+    apiKeyHint: "svc_live_****aaaa",
+    clientId: null,
+    languages: ["en_US", "fr_FR"],
+    livechatMessages: { livechat_waiting: "Please wait" },
+    createdAt: at(0),
+    updatedAt: at(0),
+    ...overrides,
+  };
+}
+
+function keyRecord(channel: ChannelRecord, hash: string, hint = `svc_live_****${hash.slice(-4)}`): ApiKeyRecord {
+  return {
+    id: crypto.randomUUID(),
+    channelId: channel.id,
+    tenantId: channel.tenantId,
+    hash,
+    prefix: "svc_live_",
+    environment: channel.environment,
+    hint,
+    createdAt: at(0),
+    expiresAt: null,
+    revokedAt: null,
+  };
+}
+
+function newMessage(content: string, role: NewMessage["role"], runId: string | null): NewMessage {
+  return {
+    origin: "agent",
+    role,
+    content,
+    timestamp: at(0),
+    tokenCount: Math.ceil(content.length / 4),
+    runId,
+    stepId: role === "user" ? null : crypto.randomUUID(),
+    nodeType: role === "user" ? null : "echo",
+    toolCalls: null,
+    toolCallId: null,
+    livechatMessageId: null,
+    sender: null,
+  };
+}
