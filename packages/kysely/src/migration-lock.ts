@@ -1,7 +1,7 @@
 import { type Kysely, type MigrationResultSet, sql, SqliteAdapter } from "kysely";
 
 /**
- * Runs `work` (the Migrator) so that processes migrating one database at the same moment take
+ * Runs `run` (the Migrator) so that processes migrating one database at the same moment take
  * turns: the first applies the migrations, the others wait and then find nothing to do.
  * Kysely's Migrator alone does not ensure this:
  *
