@@ -421,6 +421,46 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
   });
 });
 
+describe("channelkit: every error line carries the prefix once", () => {
+  /** Asserts each stderr line begins with `channelkit: ` exactly once; returns them. */
+  function expectPrefixedOnce(err: string[]): string[] {
+    const lines = err.map((entry) => entry.split("\n")[0] as string);
+    for (const line of lines) {
+      expect(line).toMatch(/^channelkit: /);
+      expect(line).not.toMatch(/^channelkit: channelkit:/);
+    }
+    return lines;
+  }
+
+  it("a library error that already starts with the prefix (a failed migration)", async () => {
+    const db = tempDb();
+    // A table of the first migration, made outside it: the migration fails on it.
+    const storage = sqlite(db);
+    await storage.db.schema.createTable("tenants").addColumn("id", "text").execute();
+    await storage.close();
+    const result = await cli(["migrate", "--db", db]);
+    expect(result.code).toBe(1);
+    expect(result.out).toEqual([]);
+    expect(expectPrefixedOnce(result.err)).toEqual(['channelkit: migration 0001_initial failed: table "tenants" already exists']);
+  });
+
+  it("an error without it (a database that cannot be opened)", async () => {
+    const result = await cli(["migrate", "--db", join(tmpdir(), `channelkit-missing-${randomUUID()}`, "x.db")]);
+    expect(result.code).toBe(1);
+    expect(expectPrefixedOnce(result.err)).toEqual(["channelkit: Cannot open database because the directory does not exist"]);
+  });
+
+  it("a usage error, and the service's warning", async () => {
+    const usage = await cli(["frobnicate"]);
+    expect(usage.code).toBe(2);
+    expect(expectPrefixedOnce(usage.err)).toEqual(["channelkit: Unknown command: frobnicate"]);
+    const warned = await cli(["tenant", "create", "--name", "A", "--db", tempDb()], { CHANNELKIT_SECRET_KEY: undefined });
+    expect(warned.code).toBe(0);
+    expect(expectPrefixedOnce(warned.err)).toHaveLength(1);
+    expect(warned.err[0]).toMatch(/^channelkit: WARNING: no master key configured/);
+  });
+});
+
 describe("channelkit serve --demo (built binary, end to end)", () => {
   beforeAll(() => ensureBuilt(), 120_000);
   afterAll(() => killAll());

@@ -4,7 +4,7 @@ import { SignJWT } from "jose";
 import { booleanValue, oneOf, parse, required } from "./args.js";
 import { provisionDemo } from "./demo.js";
 import { openStorage, resolveDb } from "./storage.js";
-import { UsageError } from "./usage.js";
+import { errorLine, UsageError } from "./usage.js";
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -22,7 +22,7 @@ async function openService(db: string | undefined, io: Io): Promise<ChannelServi
     storage,
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
-    logger: { warn: (m) => io.err(m), error: (m, ...d) => io.err([m, ...d.map(String)].join(" ")) },
+    logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
   });
 }
 

@@ -10,7 +10,7 @@ import {
   serveCommand,
   tenantCreate,
 } from "./commands.js";
-import { USAGE, UsageError } from "./usage.js";
+import { errorLine, USAGE, UsageError } from "./usage.js";
 
 const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
   serve: serveCommand,
@@ -41,14 +41,14 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof UsageError) {
-      io.err(`channelkit: ${error.message}\n\n${USAGE}`);
+      io.err(`${errorLine(error.message)}\n\n${USAGE}`);
       return 2;
     }
     if (isServiceError(error)) {
       io.err(JSON.stringify({ error: { code: error.code, message: error.message } }));
       return 1;
     }
-    io.err(`channelkit: ${error instanceof Error ? error.message : String(error)}`);
+    io.err(errorLine(error instanceof Error ? error.message : String(error)));
     return 1;
   }
 }

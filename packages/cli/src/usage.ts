@@ -3,6 +3,14 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
+/**
+ * A line for stderr: `message` with the `channelkit: ` prefix exactly once (the library's
+ * own messages already start with it).
+ */
+export function errorLine(message: string): string {
+  return `channelkit: ${message.replace(/^(channelkit: )+/, "")}`;
+}
+
 export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:

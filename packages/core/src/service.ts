@@ -9,7 +9,7 @@ import { withCors } from "./http/cors.js";
 import { isServiceError, ServiceError } from "./http/errors.js";
 import { fromResponse, type IncomingRequest, type Reply, toResponse } from "./http/reply.js";
 import { errorReply } from "./http/respond.js";
-import { pathnameOf } from "./http/pathname.js";
+import { pathnameOf, pathWithin } from "./http/pathname.js";
 import { Router } from "./http/router.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import type { ChannelPlugin } from "./plugins.js";
@@ -134,9 +134,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   async function dispatch(request: IncomingRequest): Promise<Reply> {
     let reply: Reply;
     try {
-      const pathname = pathnameOf(request.url);
-      if (basePath && !pathname.startsWith(basePath)) throw new ServiceError("not_found");
-      const { route, params } = router.match(request.method, pathname.slice(basePath.length));
+      const pathname = pathWithin(pathnameOf(request.url), basePath);
+      if (pathname === null) throw new ServiceError("not_found");
+      const { route, params } = router.match(request.method, pathname);
       const answer = await route.handle(request, params, ctx);
       reply = answer instanceof Response ? fromResponse(answer) : answer;
     } catch (error) {

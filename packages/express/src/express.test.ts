@@ -2,9 +2,12 @@ import { createServer } from "node:http";
 import type { ChannelService } from "@channelkit/core";
 import {
   expectExactSignedBody,
+  expectPrefixBoundary,
   type ListeningServer,
   listenOnFreePort,
+  pingPlugin,
   type RunningTarget,
+  type ServiceTargetOptions,
   serviceTarget,
   sqliteTestStore,
   streamingProbe,
@@ -41,11 +44,13 @@ async function start(
   mount: (app: Express, service: ChannelService) => void,
   prefix = "",
   parserFirst = true,
+  serviceOptions?: ServiceTargetOptions["service"],
 ): Promise<RunningTarget & { origin: string }> {
   let origin = "";
   const target = serviceTarget({
     name: "express",
     store: sqliteTestStore,
+    ...(serviceOptions ? { service: serviceOptions } : {}),
     listen: async (service): Promise<ListeningServer> => {
       const server = await listenOnFreePort(createServer(hostApp((app) => mount(app, service), parserFirst)));
       origin = server.url;
@@ -92,6 +97,18 @@ describe("express: mounted among the host's routes", () => {
     if (prefix !== "") {
       expect((await fetch(`${target.origin}/public/v1/api/execute`, { method: "POST" })).status).toBe(404);
     }
+  });
+});
+
+describe("express: a prefix ends at a path-segment boundary", () => {
+  it.each([
+    ["app.use('/chat', channelkit(service))", (app: Express, service: ChannelService) => app.use("/chat", channelkit(service)), "/chat", undefined, false],
+    ["mountChannelkit under /chat", (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/chat" }), "/chat", undefined, true],
+    ["basePath /chat, channelkit(service) at the root", (app: Express, service: ChannelService) => app.use(channelkit(service)), "/chat", "/chat", false],
+    ["basePath /chat, mountChannelkit under /api", (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/api" }), "/api/chat", "/chat", true],
+  ] as const)("%s: /chatping-style paths get the host's 404", async (_name, mount, prefix, basePath, parserFirst) => {
+    const target = await start(mount, prefix, parserFirst, { plugins: [pingPlugin], ...(basePath ? { basePath } : {}) });
+    await expectPrefixBoundary({ origin: target.origin, prefix, admin: target.admin });
   });
 });
 

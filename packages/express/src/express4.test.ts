@@ -1,5 +1,14 @@
 import { createServer } from "node:http";
-import { expectExactSignedBody, listenOnFreePort, type RunningTarget, serviceTarget, sqliteTestStore } from "@channelkit/testkit";
+import {
+  expectExactSignedBody,
+  expectPrefixBoundary,
+  listenOnFreePort,
+  pingPlugin,
+  type RunningTarget,
+  type ServiceTargetOptions,
+  serviceTarget,
+  sqliteTestStore,
+} from "@channelkit/testkit";
 import express from "express";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { channelkit, keepRawBody, mountChannelkit } from "./index.js";
@@ -14,11 +23,12 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((item) => item.close()));
 });
 
-async function start(mount: (app: express.Express, service: Parameters<typeof channelkit>[0]) => void, prefix: string) {
+async function start(mount: (app: express.Express, service: Parameters<typeof channelkit>[0]) => void, prefix: string, serviceOptions?: ServiceTargetOptions["service"]) {
   let origin = "";
   const target = serviceTarget({
     name: "express 4",
     store: sqliteTestStore,
+    ...(serviceOptions ? { service: serviceOptions } : {}),
     listen: async (service) => {
       const app = express();
       mount(app, service);
@@ -55,5 +65,12 @@ describe("express 4", () => {
       app.use(channelkit(service));
     }, "");
     await expectExactSignedBody(target);
+  });
+
+  it("a prefix ends at a path-segment boundary: /chatping-style paths get the host's 404", async () => {
+    const mounted = await start((app, service) => mountChannelkit(app, service, { path: "/chat" }), "/chat", { plugins: [pingPlugin] });
+    await expectPrefixBoundary({ origin: mounted.origin, prefix: "/chat", admin: mounted.admin });
+    const based = await start((app, service) => app.use(channelkit(service)), "/chat", { basePath: "/chat", plugins: [pingPlugin] });
+    await expectPrefixBoundary({ origin: based.origin, prefix: "/chat", admin: based.admin });
   });
 });

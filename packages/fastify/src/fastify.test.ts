@@ -1,5 +1,14 @@
 import type { ChannelService } from "@channelkit/core";
-import { expectExactSignedBody, type RunningTarget, serviceTarget, sqliteTestStore, streamingProbe } from "@channelkit/testkit";
+import {
+  expectExactSignedBody,
+  expectPrefixBoundary,
+  pingPlugin,
+  type RunningTarget,
+  type ServiceTargetOptions,
+  serviceTarget,
+  sqliteTestStore,
+  streamingProbe,
+} from "@channelkit/testkit";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { channelkit } from "./index.js";
@@ -22,11 +31,12 @@ async function hostApp(service: Pick<ChannelService, "handler" | "routes">, pref
   return app;
 }
 
-async function start(prefix: string): Promise<RunningTarget & { origin: string }> {
+async function start(prefix: string, serviceOptions?: ServiceTargetOptions["service"]): Promise<RunningTarget & { origin: string }> {
   let origin = "";
   const target = serviceTarget({
     name: "fastify",
     store: sqliteTestStore,
+    ...(serviceOptions ? { service: serviceOptions } : {}),
     listen: async (service) => {
       const app = await hostApp(service, prefix);
       origin = await app.listen({ port: 0, host: "127.0.0.1" });
@@ -64,6 +74,17 @@ describe("fastify: registered among the host's routes", () => {
       const response = await fetch(target.origin + path, { method: "POST" });
       expect([path, response.status, await response.json()]).toEqual([path, 404, { host: "not found" }]);
     }
+  });
+});
+
+describe("fastify: a prefix ends at a path-segment boundary", () => {
+  it.each([
+    ["prefix /chat", "/chat", undefined, "/chat"],
+    ["basePath /chat, no prefix", "", "/chat", "/chat"],
+    ["basePath /chat under prefix /api", "/api", "/chat", "/api/chat"],
+  ] as const)("%s: /chatping-style paths get the host's 404", async (_name, mountPrefix, basePath, prefix) => {
+    const target = await start(mountPrefix, { plugins: [pingPlugin], ...(basePath ? { basePath } : {}) });
+    await expectPrefixBoundary({ origin: target.origin, prefix, admin: target.admin });
   });
 });
 

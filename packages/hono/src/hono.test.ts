@@ -1,7 +1,17 @@
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import type { ChannelService } from "@channelkit/core";
-import { expectExactSignedBody, listenOnFreePort, serviceTarget, sqliteTestStore, streamingProbe, UNUSUAL_SIGNED_BODY } from "@channelkit/testkit";
+import {
+  expectExactSignedBody,
+  expectPrefixBoundary,
+  listenOnFreePort,
+  pingPlugin,
+  type ServiceTargetOptions,
+  serviceTarget,
+  sqliteTestStore,
+  streamingProbe,
+  UNUSUAL_SIGNED_BODY,
+} from "@channelkit/testkit";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { channelkit } from "./index.js";
@@ -51,11 +61,12 @@ async function startApp(prefix: string, reader: BodyReader = "json") {
 }
 
 /** The same, served by @hono/node-server on a free port. */
-async function startServer(prefix: string, reader: BodyReader = "json") {
+async function startServer(prefix: string, reader: BodyReader = "json", serviceOptions?: ServiceTargetOptions["service"]) {
   let origin = "";
   const target = serviceTarget({
     name: "hono",
     store: sqliteTestStore,
+    ...(serviceOptions ? { service: serviceOptions } : {}),
     listen: async (service) => {
       const server = await listenOnFreePort(createAdaptorServer({ fetch: hostApp(service, prefix, reader).fetch }) as Server);
       origin = server.url;
@@ -96,6 +107,17 @@ describe("hono on @hono/node-server: mounted among the host's routes", () => {
       const response = await fetch(target.origin + path, { method: "POST" });
       expect([path, response.status, await response.json()]).toEqual([path, 404, { host: "not found" }]);
     }
+  });
+});
+
+describe("hono on @hono/node-server: a prefix ends at a path-segment boundary", () => {
+  it.each([
+    ["app.route('/chat')", "/chat", undefined, "/chat"],
+    ["basePath /chat, app.route('/')", "/", "/chat", "/chat"],
+    ["basePath /chat under app.route('/api')", "/api", "/chat", "/api/chat"],
+  ] as const)("%s: /chatping-style paths get the host's notFound", async (_name, mountPrefix, basePath, prefix) => {
+    const target = await startServer(mountPrefix, "json", { plugins: [pingPlugin], ...(basePath ? { basePath } : {}) });
+    await expectPrefixBoundary({ origin: target.origin, prefix, admin: target.admin });
   });
 });
 

@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
 import { runTurns } from "./migration-0002-run-turns.js";
+import { withMigrationLock } from "./migration-lock.js";
 
 /**
  * One migration set for every dialect: only portable column types, so SQLite and Postgres
@@ -115,10 +116,14 @@ export const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-/** Brings the schema up to date; throws with the failing migration's error. */
+/**
+ * Brings the schema up to date; throws with the failing migration's error. Safe when several
+ * processes call it on one database at once: they take turns (see {@link withMigrationLock}).
+ */
 export async function migrateToLatest(db: Kysely<any>): Promise<void> {
-  const migrator = new Migrator({ db, provider, migrationTableName: "channelkit_migration", migrationLockTableName: "channelkit_migration_lock" });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await withMigrationLock(db, (connection) =>
+    new Migrator({ db: connection, provider, migrationTableName: "channelkit_migration", migrationLockTableName: "channelkit_migration_lock" }).migrateToLatest(),
+  );
   if (error) {
     const failed = results?.find((result) => result.status === "Error")?.migrationName;
     throw new Error(`channelkit: migration ${failed ?? "(unknown)"} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });

@@ -2,6 +2,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { type Executor, runBodySync } from "./executor.js";
 import type { Database } from "./schema.js";
+import { enableWal } from "./sqlite-wal.js";
 import { KyselyStorage } from "./storage.js";
 
 /** Options of {@link sqlite}. */
@@ -16,8 +17,9 @@ export interface SqliteOptions {
  */
 export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage {
   const database = new BetterSqlite3(path);
-  database.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
-  database.pragma("journal_mode = WAL");
+  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000));
+  database.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  enableWal(database, busyTimeoutMs);
   // In WAL mode NORMAL loses no committed transaction on a process crash, only on power loss.
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");

@@ -1,4 +1,4 @@
-import { type ChannelAdmin, type ChannelService, signRequestBody } from "@channelkit/core";
+import { type ChannelAdmin, type ChannelPlugin, type ChannelService, signRequestBody } from "@channelkit/core";
 import { expect } from "vitest";
 import { EXECUTE_PATH } from "./client.js";
 
@@ -39,6 +39,46 @@ export async function expectExactSignedBody(target: { url: string; admin: Channe
   const reserialized = await send(JSON.stringify(JSON.parse(UNUSUAL_SIGNED_BODY)));
   expect(reserialized.status).toBe(401);
   expect(((await reserialized.json()) as { error?: { code?: string } }).error?.code).toBe("invalid_signature");
+}
+
+/** A plugin answering `POST /ping` with `pong`: a short route for {@link expectPrefixBoundary}. */
+export const pingPlugin: ChannelPlugin = { name: "ping", routes: [{ method: "POST", path: "/ping", handle: () => new Response("pong") }] };
+
+/**
+ * Checks that routes served under a prefix (the service's `basePath`, an adapter's mount
+ * path, or both) are matched at a path-segment boundary: `<prefix>/public/v1/api/execute`
+ * and `<prefix>/ping` run, while paths that merely begin with the prefix's characters
+ * (`<prefix>ping`, `<prefix>public/v1/api/execute`, `<prefix>-x/...`) get exactly the answer
+ * of any unknown path (the same 404, the same body) and reach no channelkit route.
+ *
+ * @param target - `origin`: the server's origin; `prefix`: where the routes are served, e.g.
+ *   `/chat`; `admin`: the service's admin API. The service must have {@link pingPlugin}.
+ */
+export async function expectPrefixBoundary(target: { origin: string; prefix: string; admin: ChannelAdmin }): Promise<void> {
+  const { origin, prefix } = target;
+  if (!/^\/[^/]/.test(prefix) || prefix.endsWith("/")) throw new Error(`expectPrefixBoundary needs a prefix such as /chat, not ${JSON.stringify(prefix)}`);
+  const { tenant } = await target.admin.createTenant({ name: "prefix" });
+  const { api_key } = await target.admin.createChannel({ tenantId: tenant.id, flow: "echo" });
+  const post = (path: string) =>
+    fetch(origin + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${api_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ payload: "hi" }),
+    });
+
+  const run = await post(`${prefix}${EXECUTE_PATH}`);
+  const document = (await run.json()) as { status?: string };
+  expect(run.status, JSON.stringify(document)).toBe(200);
+  expect(document.status).toBe("success");
+  expect(await (await post(`${prefix}/ping`)).text()).toBe("pong");
+
+  const unknown = await post("/no-such-route");
+  const notFound = { status: unknown.status, body: await unknown.text() };
+  expect(notFound.status).toBe(404);
+  for (const path of [`${prefix}ping`, `${prefix}${EXECUTE_PATH.slice(1)}`, `${prefix}-x/ping`, `${prefix}-x${EXECUTE_PATH}`]) {
+    const response = await post(path);
+    expect({ path, status: response.status, body: await response.text() }).toEqual({ path, ...notFound });
+  }
 }
 
 /** A stand-in service streaming a large body on demand, to check an adapter's back-pressure. */

@@ -63,7 +63,7 @@ export function defineContractSuite(target: ContractTarget): void {
 export { serviceTarget, listenOnFreePort, type ServiceTargetOptions, type TestStore, type ListeningServer } from "./target.js";
 export { sqliteTestStore, postgresTestStore, memoryTestStore } from "./stores.js";
 export { storageContract, type StorageUnderTest } from "./storage-contract.js";
-export { expectExactSignedBody, streamingProbe, UNUSUAL_SIGNED_BODY, type StreamingProbe } from "./adapter.js";
+export { expectExactSignedBody, expectPrefixBoundary, pingPlugin, streamingProbe, UNUSUAL_SIGNED_BODY, type StreamingProbe } from "./adapter.js";
 
 export {
   POSTGRES_URL_ENV,

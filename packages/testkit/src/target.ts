@@ -1,4 +1,4 @@
-import { type ChannelService, createChannelService, demoFlows, type Logger, type Storage } from "@channelkit/core";
+import { type ChannelService, type ChannelServiceOptions, createChannelService, demoFlows, type Logger, type Storage } from "@channelkit/core";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ContractTarget, RunningTarget } from "./types.js";
@@ -37,6 +37,8 @@ export interface ServiceTargetOptions {
    * part that differs from one adapter to the next.
    */
   listen: (service: ChannelService) => Promise<ListeningServer>;
+  /** Options of the service beyond the defaults: its `basePath`, extra `plugins`. */
+  service?: Pick<ChannelServiceOptions, "basePath" | "plugins">;
 }
 
 /**
@@ -51,7 +53,7 @@ export interface ServiceTargetOptions {
  *   listen: (service) => serve(service, { port: 0 }),
  * }));
  */
-export function serviceTarget({ name, store, listen }: ServiceTargetOptions): ContractTarget {
+export function serviceTarget({ name, store, listen, service: serviceOptions }: ServiceTargetOptions): ContractTarget {
   return {
     name,
     async start(options) {
@@ -61,6 +63,7 @@ export function serviceTarget({ name, store, listen }: ServiceTargetOptions): Co
         flows: demoFlows,
         secretKey: SECRET_KEY,
         logger: quiet,
+        ...serviceOptions,
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
       });
       const server = await listen(service);

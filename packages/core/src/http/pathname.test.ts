@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { pathnameOf } from "./pathname.js";
+import { pathnameOf, pathWithin } from "./pathname.js";
 
 describe("pathnameOf", () => {
   it("is the pathname URL parsing gives, for serialized URLs", () => {
@@ -25,5 +25,36 @@ describe("pathnameOf", () => {
   it("parses what is not an http(s) URL", () => {
     expect(pathnameOf("ws://host/a/b")).toBe("/a/b");
     expect(pathnameOf("file:///tmp/x")).toBe("/tmp/x");
+  });
+});
+
+describe("pathWithin", () => {
+  it("gives the route path of a path under the base", () => {
+    expect(pathWithin("/chat/public/v1/api/execute", "/chat")).toBe("/public/v1/api/execute");
+    expect(pathWithin("/chat/ping", "/chat")).toBe("/ping");
+    expect(pathWithin("/chat/", "/chat")).toBe("/");
+    expect(pathWithin("/chat", "/chat")).toBe("/");
+    expect(pathWithin("/chat//ping", "/chat")).toBe("//ping");
+    expect(pathWithin("/a/b/c", "/a/b")).toBe("/c");
+  });
+
+  it("ends the base at a path-segment boundary", () => {
+    for (const path of ["/chatping", "/chat-x/ping", "/chat.json", "/chatpublic/v1/api/execute", "/cha", "/", "", "/other/chat/ping", "/Chat/ping"]) {
+      expect(pathWithin(path, "/chat"), path).toBeNull();
+    }
+    expect(pathWithin("/a/bc", "/a/b")).toBeNull();
+  });
+
+  it("ignores a trailing slash of the base", () => {
+    expect(pathWithin("/chat/ping", "/chat/")).toBe("/ping");
+    expect(pathWithin("/chat", "/chat//")).toBe("/");
+    expect(pathWithin("/chatping", "/chat/")).toBeNull();
+  });
+
+  it("holds every path under an empty base or /", () => {
+    for (const base of ["", "/"]) {
+      expect(pathWithin("/public/v1/api/execute", base)).toBe("/public/v1/api/execute");
+      expect(pathWithin("/", base)).toBe("/");
+    }
   });
 });

@@ -13,3 +13,24 @@ export function pathnameOf(url: string): string {
   const hash = url.indexOf("#", start);
   return url.slice(start, hash >= 0 && hash < end ? hash : end);
 }
+
+/**
+ * The route path of `pathname` below `basePath`, or null when it is not under it. The base
+ * ends at a path-segment boundary: under `/chat` are `/chat` itself (its route path is `/`)
+ * and `/chat/...`, never `/chatping`. An empty base (or `/`) holds every path; a trailing `/`
+ * of the base is ignored. Case-sensitive, like the router.
+ *
+ * @example
+ * pathWithin("/chat/public/v1/api/execute", "/chat"); // "/public/v1/api/execute"
+ * pathWithin("/chatping", "/chat"); // null
+ */
+export function pathWithin(pathname: string, basePath: string): string | null {
+  let end = basePath.length;
+  while (end > 0 && basePath.charCodeAt(end - 1) === SLASH) end--;
+  if (end === 0) return pathname;
+  if (!pathname.startsWith(end === basePath.length ? basePath : basePath.slice(0, end))) return null;
+  if (pathname.length === end) return "/";
+  return pathname.charCodeAt(end) === SLASH ? pathname.slice(end) : null;
+}
+
+const SLASH = 0x2f;
