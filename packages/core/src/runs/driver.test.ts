@@ -1,17 +1,15 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type KyselyStorage, sqlite } from "@channelkit/kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
 import { estimateTokens } from "../conversations/tokens.js";
 import { defineFlow, type Flow } from "../flows/define.js";
 import { handover, message, pause, setState, step, text } from "../flows/events.js";
-import { type ChannelService, createChannelService } from "../service.js";
-import type { ChannelRecord } from "../storage/types.js";
+import { memoryStorage } from "../storage/memory.js";
+import type { ChannelRecord, RunConversation, Storage } from "../storage/types.js";
 import { RunAbort } from "./abort.js";
-import { driveRun, type TextPart } from "./driver.js";
+import { claimOf, driveRun, type TextPart } from "./driver.js";
+import { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
+import { isoTimestamp } from "./timestamp.js";
 
 const silent = { warn: () => undefined, error: () => undefined };
 
@@ -169,28 +167,61 @@ const endless = defineFlow({
   },
 });
 
-const ALL: Flow<any>[] = [toolFlow, twoTexts, failing, throwsString, asking, handingOver, silentHandover, counter, readOnly, cooperative, stubborn, endless];
+/** Lets a gated flow run past its gate; set per test. */
+let gates = new Map<string, () => void>();
+/** Waits at its gate (named by the payload) until the test opens it, then answers. */
+const gated = defineFlow<{ count: number }>({
+  name: "gated",
+  async *run(ctx) {
+    yield step("wait", "gate");
+    await new Promise<void>((resolve) => gates.set(ctx.payload, resolve));
+    yield text(`passed ${ctx.payload}`);
+    yield setState({ count: (ctx.state?.count ?? 0) + 1 });
+    return null;
+  },
+});
 
-let file: string;
-let storage: KyselyStorage;
-let service: ChannelService;
+const NOW = new Date().toISOString();
+const LEASE_MS = 30_000;
+let storage: Storage;
 let channel: ChannelRecord;
 
 beforeAll(async () => {
-  file = join(tmpdir(), `channelkit-driver-${randomUUID()}.db`);
-  storage = sqlite(file);
-  await storage.migrate();
-  service = await createChannelService({ storage, flows: ALL, secretKey: randomBytes(32).toString("hex"), logger: silent });
-  const { tenant } = await service.admin.createTenant({ name: "Driver tests" });
-  const created = await service.admin.createChannel({ tenantId: tenant.id, flow: "tools", environment: "staging" });
-  const found = await storage.findChannel(created.channel.id);
-  if (!found) throw new Error("channel not stored");
-  channel = found;
-});
-
-afterAll(async () => {
-  await service.close();
-  await Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${file}${suffix}`, { force: true })));
+  storage = memoryStorage();
+  const tenant = { id: randomUUID(), name: "Driver tests", createdAt: NOW };
+  await storage.createTenant(tenant);
+  channel = {
+    id: randomUUID(),
+    tenantId: tenant.id,
+    name: null,
+    type: "api",
+    mode: "server",
+    environment: "staging",
+    state: "active",
+    flowName: "tools",
+    allowedOrigins: [],
+    defaultStream: true,
+    requireSignature: false,
+    signingSecretEncrypted: null,
+    apiKeyHint: "svc_test_****abcd",
+    clientId: null,
+    languages: [],
+    livechatMessages: {},
+    createdAt: NOW,
+    updatedAt: NOW,
+  };
+  await storage.createChannel(channel, {
+    id: randomUUID(),
+    channelId: channel.id,
+    tenantId: tenant.id,
+    hash: randomUUID(),
+    prefix: "svc_test_",
+    environment: "staging",
+    hint: "svc_test_****abcd",
+    createdAt: NOW,
+    expiresAt: null,
+    revokedAt: null,
+  });
 });
 
 interface RunOptions {
@@ -202,38 +233,69 @@ interface RunOptions {
   onPart?: (part: TextPart, index: number) => void;
   /** False for a run answered as JSON (default true). */
   live?: boolean;
+  /** The lifecycle of the "instance" running it (default: one shared by the tests, 30 s leases). */
+  lifecycle?: RunLifecycle;
 }
 
-async function run(flow: Flow<any>, options: RunOptions = {}) {
+const shared = new RunLifecycle({ logger: silent, leaseMs: LEASE_MS });
+
+/** A run as `startRun` starts one: it takes its ticket (and its turn, if free), then the driver drives it. */
+async function begin(flow: Flow<any>, options: RunOptions = {}) {
   const runId = randomUUID();
-  const conversationId = options.conversationId ?? randomUUID();
-  const existing = options.conversationId ? await storage.findConversation(conversationId) : null;
+  const lifecycle = options.lifecycle ?? shared;
+  const conversation: RunConversation = {
+    id: options.conversationId ?? randomUUID(),
+    tenantId: channel.tenantId,
+    channelId: channel.id,
+    isNew: options.conversationId === undefined,
+  };
+  const base = { flow, channel, runId, conversation, payload: options.payload ?? "hello", estimateTokens };
+  const arrivedMs = Date.now();
+  const ticket = await storage.beginRun(claimOf(base, arrivedMs, lifecycle.leaseMs));
+  const abort = followSignal(options.signal);
   const generator = driveRun({
-    flow,
-    channel,
-    runId,
-    conversationId,
-    existing,
-    payload: options.payload ?? "hello",
+    ...base,
+    ticket: ticket.ticket,
+    claimed: ticket.claimed,
+    claimedAtMs: arrivedMs,
     metadata: options.metadata ?? {},
-    abort: followSignal(options.signal),
+    abort,
     storage,
-    estimateTokens,
+    lifecycle,
     historyLimit: 50,
     live: options.live ?? true,
   });
-  const parts: TextPart[] = [];
-  let next: IteratorResult<TextPart, RunOutcome>;
-  while (!(next = await generator.next()).done) {
-    parts.push(next.value);
-    options.onPart?.(next.value, parts.length - 1);
-  }
-  const outcome = next.value;
-  const messages = await storage.listRecentMessages(conversationId, 1000);
-  const stored = await storage.findRun(runId);
-  const conversation = await storage.findConversation(conversationId);
-  return { runId, conversationId, parts, outcome, messages, stored, conversation };
+  const finished = (async () => {
+    const parts: TextPart[] = [];
+    let next: IteratorResult<TextPart, RunOutcome>;
+    while (!(next = await generator.next()).done) {
+      parts.push(next.value);
+      options.onPart?.(next.value, parts.length - 1);
+    }
+    const outcome = next.value;
+    const messages = await storage.listRecentMessages(conversation.id, 1000);
+    const stored = await storage.findRun(runId);
+    const found = await storage.findConversation(conversation.id);
+    return { runId, conversationId: conversation.id, parts, outcome, messages, stored, conversation: found };
+  })();
+  return { runId, conversationId: conversation.id, ticket, abort, finished };
 }
+
+async function run(flow: Flow<any>, options: RunOptions = {}) {
+  return (await begin(flow, options)).finished;
+}
+
+/** Resolves once the gated flow of `payload` waits at its gate. */
+async function atGate(payload: string): Promise<() => void> {
+  for (let i = 0; i < 500; i++) {
+    const open = gates.get(payload);
+    if (open) return open;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error(`the flow of ${payload} never reached its gate`);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function expectContiguous(turns: number[]) {
   expect(turns).toEqual(turns.map((_, i) => i));
@@ -476,5 +538,126 @@ describe("driveRun: cancellation", () => {
     expect(messages.map((m) => m.role)).toEqual(["user"]);
     expect(conversation?.flowState).toBeUndefined();
     expect(seen).toEqual([]);
+  });
+});
+
+describe("driveRun: taking turns", () => {
+  it("makes a run that arrives while another runs wait, then start from the state and history the first stored", async () => {
+    gates = new Map();
+    const first = await begin(gated, { payload: "first" });
+    expect(first.ticket.ticket).toBe(0);
+    const open = await atGate("first");
+    seen.length = 0;
+    const second = await begin(counter, { conversationId: first.conversationId, payload: "second" });
+    expect(second.ticket).toEqual({ ticket: 1, claimed: null });
+    await sleep(30);
+    // The second run has not started: its flow has not run and its user message is not stored.
+    expect(seen).toEqual([]);
+    expect(await storage.findRun(second.runId)).toBeNull();
+    expect((await storage.listRecentMessages(first.conversationId, 10)).map((m) => m.content)).toEqual(["first"]);
+
+    open();
+    const [one, two] = await Promise.all([first.finished, second.finished]);
+    expect(one.outcome.status).toBe("success");
+    expect(two.outcome.status).toBe("success");
+    // The counter saw the gated run's state ({ count: 1 }) and its messages.
+    expect(seen).toEqual([
+      {
+        state: { count: 1 },
+        isNew: false,
+        history: [
+          { role: "user", content: "first" },
+          { role: "assistant", content: "passed first" },
+        ],
+        metadata: {},
+      },
+    ]);
+    expect(two.outcome.result).toEqual({ count: 2 });
+    expect(two.messages.map((m) => [m.turnIndex, m.content])).toEqual([
+      [0, "first"],
+      [1, "passed first"],
+      [2, "second"],
+      [3, "count 2"],
+    ]);
+    // The second run's times start when it got its turn, not when it arrived.
+    expect(Date.parse(two.stored?.startedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(one.stored?.completedAt ?? ""));
+  });
+
+  it("stores a run aborted while it waits as cancelled with its user message, and passes its turn on", async () => {
+    gates = new Map();
+    const first = await begin(gated, { payload: "holder" });
+    const open = await atGate("holder");
+    const controller = new AbortController();
+    seen.length = 0;
+    const gone = await begin(counter, { conversationId: first.conversationId, payload: "gone", signal: controller.signal });
+    const third = await begin(counter, { conversationId: first.conversationId, payload: "third" });
+    expect([gone.ticket.ticket, third.ticket.ticket]).toEqual([1, 2]);
+    await sleep(10);
+    controller.abort();
+    const cancelled = await gone.finished;
+    expect(cancelled.outcome.status).toBe("cancelled");
+    expect(cancelled.parts).toEqual([]);
+    expect(cancelled.stored).toMatchObject({ status: "cancelled", error: null, executionOrder: [], durationMs: 0 });
+    expect(cancelled.messages.map((m) => [m.turnIndex, m.content])).toEqual([
+      [0, "holder"],
+      [1, "gone"],
+    ]);
+
+    open();
+    await first.finished;
+    const last = await third.finished;
+    expect(last.outcome.status).toBe("success");
+    // The cancelled run's flow never ran, and its state was never stored.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.state).toEqual({ count: 1 });
+    expect(last.messages.map((m) => [m.turnIndex, m.content])).toEqual([
+      [0, "holder"],
+      [1, "gone"],
+      [2, "passed holder"],
+      [3, "third"],
+      [4, "count 2"],
+    ]);
+  });
+
+  it("takes over the turn of a run whose instance stopped once its lease lapses", async () => {
+    const instance = new RunLifecycle({ logger: silent, leaseMs: 60 });
+    // A run claimed on an instance that then stopped: nobody renews or completes it.
+    const conversation: RunConversation = { id: randomUUID(), tenantId: channel.tenantId, channelId: channel.id, isNew: true };
+    const staleId = randomUUID();
+    const nowMs = Date.now();
+    await storage.beginRun(claimOf({ flow: gated, channel, runId: staleId, conversation, payload: "stale", estimateTokens }, nowMs, 60));
+    const started = Date.now();
+    const next = await begin(readOnly, { conversationId: conversation.id, lifecycle: instance });
+    expect(next.ticket.claimed).toBeNull();
+    const result = await next.finished;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(50);
+    expect(result.outcome.status).toBe("success");
+    const stale = await storage.findRun(staleId);
+    expect(stale).toMatchObject({ status: "cancelled" });
+    expect(stale?.error).toMatch(/^The run was abandoned/);
+    expect(Date.parse(stale?.completedAt ?? "")).toBeGreaterThan(Date.parse(isoTimestamp(nowMs + 59)));
+    expect(result.messages.map((m) => [m.turnIndex, m.content])).toEqual([
+      [0, "stale"],
+      [1, "hello"],
+      [2, "still undefined"],
+    ]);
+  });
+
+  it("renews its lease while it runs, so a waiting run on another instance does not take its turn over", async () => {
+    gates = new Map();
+    const leaseMs = 60;
+    const mine = new RunLifecycle({ logger: silent, leaseMs });
+    const other = new RunLifecycle({ logger: silent, leaseMs });
+    const first = await begin(gated, { payload: "long", lifecycle: mine });
+    const open = await atGate("long");
+    const second = await begin(readOnly, { conversationId: first.conversationId, lifecycle: other });
+    // Several leases long: only the renewals keep the turn.
+    await sleep(leaseMs * 4);
+    expect(await storage.findRun(second.runId)).toBeNull();
+    open();
+    const [one, two] = await Promise.all([first.finished, second.finished]);
+    expect(one.stored?.status).toBe("success");
+    expect(two.outcome.status).toBe("success");
+    expect(two.messages.map((m) => m.content)).toEqual(["long", "passed long", "hello", "still 1"]);
   });
 });
