@@ -77,18 +77,19 @@ class ConstraintError extends Error {
 }
 
 /**
- * A {@link Storage} kept in this process's memory, for tests of your own flows and channels:
- * no database, no migration, nothing to clean up. It behaves as the SQL stores of
- * `@channelkit/kysely` do, constraint failures and all (a duplicate key hash, a conversation
- * id that exists, a message or run for an unknown conversation), and every write is atomic.
- * Its data lives only as long as the object: it is per process and lost on exit, so it
- * cannot be shared by several instances of a service. `migrate()` and `close()` do nothing
- * but `close()` makes later calls fail, as a closed database would.
+ * A {@link Storage} kept in this process's memory, for unit tests of your own flows and
+ * channels: no database, no migration, nothing to clean up. It behaves as the SQL stores
+ * (`sqlite()`, `postgres()`) do, runs taking turns and constraint failures included (a
+ * duplicate key hash, a conversation id that exists, a run of an unknown conversation), and
+ * every write is atomic. Its data is per process and lost on exit: it cannot be shared by
+ * several instances of a service, so it is not for production. `migrate()` does nothing;
+ * after `close()` every call fails, as on a closed database.
  *
  * @example
  * import { createChannelService, memoryStorage } from "@channelkit/core";
  *
  * const service = await createChannelService({ storage: memoryStorage(), flows: [myFlow] });
+ * const response = await service.handler(new Request("http://test/public/v1/api/execute", { method: "POST", ... }));
  */
 export function memoryStorage(): Storage {
   const tenants = new Map<string, TenantRow>();
