@@ -89,7 +89,9 @@ class ConstraintError extends Error {
  * import { createChannelService, memoryStorage } from "@channelkit/core";
  *
  * const service = await createChannelService({ storage: memoryStorage(), flows: [myFlow] });
- * const response = await service.handler(new Request("http://test/public/v1/api/execute", { method: "POST", ... }));
+ * const { tenant } = await service.admin.createTenant({ name: "Test" });
+ * const { api_key } = await service.admin.createChannel({ tenantId: tenant.id, flow: myFlow.name });
+ * // ... then call service.handler(request) with `Authorization: Bearer ${api_key}`.
  */
 export function memoryStorage(): Storage {
   const tenants = new Map<string, TenantRow>();
