@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { ApiKeyRecord, BeginRunInput, ChannelRecord, ClaimTurnInput, CompleteRunInput, MessageRecord, NewMessage, RunRecord } from "@channelkit/core";
+import { type ApiKeyRecord, type BeginRunInput, type ChannelRecord, type ClaimTurnInput, type CompleteRunInput, memoryStorage, type MessageRecord, type NewMessage, type RunRecord, type Storage } from "@channelkit/core";
 import { describeWithPostgres, postgresTestStore, sqliteTestStore, storageContract } from "@channelkit/testkit";
 import BetterSqlite3 from "better-sqlite3";
 import { build } from "esbuild";
@@ -492,5 +492,106 @@ describe("query plans", () => {
     expectNoScan(plans);
     expect(plans[0]?.plan.join(" ")).toMatch(/conversations USING (INTEGER )?PRIMARY KEY|conversations USING INDEX sqlite_autoindex_conversations_1 \(id=\?\)/);
     expect(plans[2]?.plan.join(" ")).toMatch(/runs USING INDEX sqlite_autoindex_runs_1 \(id=\?\)/);
+  });
+});
+
+describe("memoryStorage of core", () => {
+  /** A small deterministic PRNG (mulberry32), so that a failing sequence can be replayed. */
+  function random(seed: number) {
+    let a = seed;
+    return () => {
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  it("answers every call of random run sequences as SQLite does", async () => {
+    for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+      const rand = random(seed);
+      const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
+      const sql = await migrated();
+      const memory = memoryStorage();
+      const stores = [sql, memory] as const;
+      const tenant = { id: `tenant-${seed}`, name: "Acme", createdAt: NOW };
+      const channel = { ...channelRecord(tenant.id), id: `channel-${seed}` };
+      const key = { ...keyRecord(channel, `hash-${seed}`), id: `key-${seed}` };
+      for (const store of stores) {
+        await store.createTenant(tenant);
+        await store.createChannel(channel, key);
+      }
+      const conversations = ["a", "b"].map((name) => ({ id: `${seed}-${name}`, started: false }));
+      const runs: { id: string; conversation: (typeof conversations)[number]; ticket: number | null; begin: BeginRunInput }[] = [];
+      let clock = Date.parse(NOW);
+      const log: string[] = [];
+
+      /** Calls `op` on both stores; they must both throw, or both answer the same. */
+      async function both<T>(name: string, op: (store: Storage) => Promise<T>): Promise<T | undefined> {
+        const [fromSql, fromMemory] = await Promise.all(stores.map((store) => op(store).then((value) => ({ value }), (error: unknown) => ({ error: String(error) }))));
+        log.push(name);
+        const where = `seed ${seed}, after ${log.join(" ")}`;
+        expect("error" in (fromMemory as object), `${where}: ${JSON.stringify(fromSql)} vs ${JSON.stringify(fromMemory)}`).toBe("error" in (fromSql as object));
+        if ("value" in fromSql && "value" in fromMemory) {
+          expect(fromMemory.value, where).toEqual(fromSql.value);
+          return fromSql.value;
+        }
+        return undefined;
+      }
+
+      for (let step = 0; step < 120; step++) {
+        clock += Math.floor(rand() * 12_000);
+        const now = new Date(clock).toISOString();
+        const leaseUntil = new Date(clock + 30_000).toISOString();
+        const choice = rand();
+        if (choice < 0.3 || runs.length === 0) {
+          const conversation = pick(conversations);
+          const id = `${seed}-run-${step}`;
+          const isNew = conversation.started ? rand() < 0.05 : rand() < 0.9;
+          const input = runOn(channel, conversation.id, `u${step}`, []);
+          const begin: BeginRunInput = {
+            ...input.begin,
+            conversation: { ...input.begin.conversation, isNew },
+            run: { ...input.begin.run, id, startedAt: now, completedAt: now },
+            userMessage: { ...input.begin.userMessage, runId: id, timestamp: now },
+            now,
+            leaseUntil,
+          };
+          const ticket = await both(`begin(${id})`, (store) => store.beginRun(begin));
+          if (ticket) {
+            conversation.started = true;
+            runs.push({ id, conversation, ticket: ticket.ticket, begin });
+          }
+          continue;
+        }
+        const run = pick(runs);
+        const ticket = run.ticket ?? 0;
+        const started = { ...run.begin, conversation: { ...run.begin.conversation, isNew: false } };
+        if (choice < 0.55) {
+          await both(`claim(${run.id})`, (store) => store.claimTurn({ ...started, run: { ...started.run, startedAt: now, completedAt: now }, now, leaseUntil, ticket, claimUntil: leaseUntil }));
+        } else if (choice < 0.65) {
+          await both(`renew(${run.id})`, (store) => store.renewTurn(run.conversation.id, ticket, leaseUntil));
+        } else {
+          const claimed = rand() < 0.8;
+          const replies = Array.from({ length: Math.floor(rand() * 3) }, (_, i) => newMessage(`r${step}.${i}`, "assistant", run.id));
+          const input: CompleteRunInput = {
+            run: { ...started.run, status: claimed ? pick(["success", "error", "pending", "cancelled"] as const) : "cancelled", completedAt: now, durationMs: 5 },
+            conversation: started.conversation,
+            ticket,
+            claimed,
+            messages: claimed ? replies : [started.userMessage],
+            claimUntil: leaseUntil,
+          };
+          if (rand() < 0.5) input.flowState = pick([undefined, null, { step }, "s"]);
+          if (rand() < 0.3) input.mode = pick(["bot", "livechat_waiting"] as const);
+          await both(`complete(${run.id}, ${claimed})`, (store) => store.completeRun(input));
+        }
+      }
+      for (const conversation of conversations) {
+        await both(`findConversation(${conversation.id})`, (store) => store.findConversation(conversation.id));
+        await both(`messages(${conversation.id})`, (store) => store.listRecentMessages(conversation.id, 1000));
+      }
+      for (const run of runs) await both(`findRun(${run.id})`, (store) => store.findRun(run.id));
+    }
   });
 });
