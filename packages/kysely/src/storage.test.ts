@@ -528,10 +528,11 @@ describe("memoryStorage of core", () => {
 
       /** Calls `op` on both stores; they must both throw, or both answer the same. */
       async function both<T>(name: string, op: (store: Storage) => Promise<T>): Promise<T | undefined> {
-        const [fromSql, fromMemory] = await Promise.all(stores.map((store) => op(store).then((value) => ({ value }), (error: unknown) => ({ error: String(error) }))));
+        const settle = (store: Storage): Promise<{ value: T } | { error: string }> => op(store).then((value) => ({ value }), (error: unknown) => ({ error: String(error) }));
+        const [fromSql, fromMemory] = await Promise.all([settle(sql), settle(memory)]);
         log.push(name);
         const where = `seed ${seed}, after ${log.join(" ")}`;
-        expect("error" in (fromMemory as object), `${where}: ${JSON.stringify(fromSql)} vs ${JSON.stringify(fromMemory)}`).toBe("error" in (fromSql as object));
+        expect("error" in fromMemory, `${where}: ${JSON.stringify(fromSql)} vs ${JSON.stringify(fromMemory)}`).toBe("error" in fromSql);
         if ("value" in fromSql && "value" in fromMemory) {
           expect(fromMemory.value, where).toEqual(fromSql.value);
           return fromSql.value;
