@@ -88,8 +88,9 @@ export function requestPathQueries(db: Kysely<Database>) {
             updated_at: $(1),
             serving: eb.case().when("serving", "=", $(2)).then(eb("serving", "+", 1)).else(eb.ref("serving")).end(),
             lease_until: eb.case().when("serving", "=", $(2)).then($(3)).else(eb.ref("lease_until")).end(),
-            ...(setsFlowState ? { flow_state: $(5) } : {}),
-            ...(setsMode ? { mode: $(setsFlowState ? 6 : 5) } : {}),
+            // A run whose turn was taken over (its lease lapsed) no longer sets the state.
+            ...(setsFlowState ? { flow_state: eb.case().when("serving", "=", $(2)).then($(5)).else(eb.ref("flow_state")).end() } : {}),
+            ...(setsMode ? { mode: eb.case().when("serving", "=", $(2)).then($(setsFlowState ? 6 : 5)).else(eb.ref("mode")).end() } : {}),
           }))
           .where("id", "=", $(4))
           .returning(["next_turn", "serving", "next_ticket"]),

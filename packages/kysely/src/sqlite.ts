@@ -1,6 +1,6 @@
 import BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
-import { type Executor, runBodySync } from "./executor.js";
+import { type Executor, kyselyExecutor, runBodySync } from "./executor.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
 import { KyselyStorage } from "./storage.js";
@@ -24,7 +24,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  return new KyselyStorage(db, sqliteExecutor(database, () => db.destroy()));
+  return new KyselyStorage(db, sqliteExecutor(database, kyselyExecutor(db)));
 }
 
 /**
@@ -34,7 +34,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * objects here: better-sqlite3 builds a row object through V8's API, internalizing every column name on every row, which made the key
  * lookup's single row (26 columns) a tenth of an execute's instructions.
  */
-function sqliteExecutor(database: BetterSqlite3.Database, close: () => Promise<void>): Executor {
+function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Executor {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
@@ -57,10 +57,13 @@ function sqliteExecutor(database: BetterSqlite3.Database, close: () => Promise<v
     return rows as Row[];
   }
   const inTransaction = database.transaction((work: () => unknown) => work());
+  // While Kysely holds the connection in a transaction (a migration, or your own through
+  // `storage.db`), a statement run directly would run inside it: such statements queue
+  // behind it through Kysely's driver instead.
   return {
-    rows,
-    transaction: (body) => inTransaction(() => runBodySync(body(), rows)) as never,
-    close,
+    rows: (query) => (database.inTransaction ? kysely.rows(query) : rows(query)),
+    transaction: (body) => (database.inTransaction ? kysely.transaction(body) : (inTransaction(() => runBodySync(body(), rows)) as never)),
+    close: kysely.close,
   };
 }
 

@@ -244,7 +244,7 @@ describe("completeRun on SQLite", () => {
   // Kysely's driver while Kysely holds a transaction open on the shared connection, so the
   // run runs inside it (a better-sqlite3 savepoint) and is rolled back with it. Remove
   // `.fails` once sqlite.ts waits again.
-  it.fails("waits for a transaction Kysely holds open instead of running inside it", async () => {
+  it("waits for a transaction Kysely holds open instead of running inside it", async () => {
     const storage = await migrated();
     const { channel, key } = await seed(storage);
     const id = randomUUID();

@@ -371,6 +371,29 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         ]);
       });
 
+      it("a run whose lapsed turn was taken over still stores its outcome late, but not the conversation's state", async () => {
+        const c = await conversation();
+        const stale = c.run("stale");
+        await storage.beginRun(stale.begin(0));
+        const next = c.run("next");
+        await storage.beginRun(next.begin(1, { isNew: false }));
+        expect(await storage.claimTurn(next.claim(1, 31))).not.toBeNull();
+        // The stale run's instance was only slow: it ends now, after the takeover.
+        await storage.completeRun(stale.complete({ ticket: 0, messages: ["late"], flowState: { from: "stale" }, mode: "livechat_waiting", seconds: 32 }));
+        expect(await storage.findRun(stale.id)).toMatchObject({ status: "success" });
+        expect(await storage.findConversation(c.id)).toMatchObject({ flowState: undefined, mode: "bot" });
+        // The run holding the turn is not disturbed: it renews, and its state is stored.
+        expect(await storage.renewTurn(c.id, 1, at(100))).toBe(true);
+        await storage.completeRun(next.complete({ ticket: 1, messages: ["done"], flowState: { from: "next" }, seconds: 33 }));
+        expect(await storage.findConversation(c.id)).toMatchObject({ flowState: { from: "next" }, mode: "bot" });
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => [m.turnIndex, m.content])).toEqual([
+          [0, "stale"],
+          [1, "next"],
+          [2, "late"],
+          [3, "done"],
+        ]);
+      });
+
       it("takes over a lapsed turn for the run after the next: the tickets in between wait their turn", async () => {
         const c = await conversation();
         const stale = c.run("stale");

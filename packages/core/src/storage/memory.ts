@@ -326,8 +326,10 @@ export function memoryStorage(): Storage {
           serving: served ? row.serving + 1 : row.serving,
           leaseUntil: served ? input.claimUntil : row.leaseUntil,
         };
-        if (setsFlowState) updated.flowState = toJson(input.flowState);
-        if (setsMode) updated.mode = input.mode as ConversationMode;
+        // A run whose turn was taken over (its lease lapsed) stores its messages and outcome,
+        // but no longer the conversation's state: the run holding the turn owns it.
+        if (setsFlowState && served) updated.flowState = toJson(input.flowState);
+        if (setsMode && served) updated.mode = input.mode as ConversationMode;
         put(conversations, row.id, updated);
         const first = row.nextTurn;
         const stored = input.messages.map((message, i) => insertMessage(conversation.id, first + i, message));
