@@ -1,12 +1,15 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-const src = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
+const src = (name: string, entry = "index") => fileURLToPath(new URL(`./packages/${name}/src/${entry}.ts`, import.meta.url));
 
 export default defineConfig({
   resolve: {
     // Tests run against the sources, so a change is tested without a rebuild.
+    // A key also matches its subpaths (`@channelkit/core/x` → `<target>/x`): subpaths come first.
     alias: {
+      "@channelkit/core/adapter": src("core", "adapter"),
+      "@channelkit/core/demo": src("core", "demo"),
       "@channelkit/core": src("core"),
       "@channelkit/kysely": src("kysely"),
       "@channelkit/node": src("node"),
