@@ -1,6 +1,7 @@
-import BetterSqlite3 from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import type { DirectConnection } from "./direct.js";
+import { betterSqlite3 } from "./drivers.js";
 import type { Database } from "./schema.js";
 import { KyselyStorage } from "./storage.js";
 
@@ -15,7 +16,7 @@ export interface SqliteOptions {
  * the writer. Several processes may share one file. Call `migrate()` before serving.
  */
 export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage {
-  const database = new BetterSqlite3(path);
+  const database = new (betterSqlite3())(path);
   database.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
   database.pragma("journal_mode = WAL");
   // In WAL mode NORMAL loses no committed transaction on a process crash, only on power loss.
