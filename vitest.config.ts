@@ -20,7 +20,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts"],
+    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts", "test/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Two cores: more workers than that only adds contention to timing-sensitive stream tests.
