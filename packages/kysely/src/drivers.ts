@@ -5,7 +5,15 @@ import type pg from "pg";
 // The database drivers are optional peer dependencies, loaded when `sqlite()` or `postgres()`
 // is first called: a Postgres user never needs better-sqlite3 (a native module) built, nor a
 // SQLite user pg. `require` keeps that synchronous, as the two functions are.
-const require = createRequire(import.meta.url);
+let load: NodeJS.Require | undefined;
+
+/**
+ * `require` from this module. In a CommonJS bundle of it (a host's esbuild bundle, a test's
+ * worker thread) `import.meta.url` is empty and the bundle's own `require` is used.
+ */
+function requireHere(): NodeJS.Require {
+  return (load ??= typeof import.meta.url === "string" ? createRequire(import.meta.url) : require);
+}
 
 let sqliteDriver: typeof BetterSqlite3 | undefined;
 let postgresDriver: typeof pg | undefined;
@@ -27,7 +35,7 @@ export function pgDriver(): typeof pg {
  */
 export function loadDriver<T>(name: string, user: string): T {
   try {
-    return require(name) as T;
+    return requireHere()(name) as T;
   } catch (error) {
     const missing = (error as { code?: unknown }).code === "MODULE_NOT_FOUND" && String((error as Error).message).startsWith(`Cannot find module '${name}'`);
     if (!missing) throw error;
