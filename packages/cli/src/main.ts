@@ -48,7 +48,9 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io.err(JSON.stringify({ error: { code: error.code, message: error.message } }));
       return 1;
     }
-    io.err(`channelkit: ${error instanceof Error ? error.message : String(error)}`);
+    const message = error instanceof Error ? error.message : String(error);
+    // Errors of the packages (a missing database driver) already start with the name.
+    io.err(message.startsWith("channelkit: ") ? message : `channelkit: ${message}`);
     return 1;
   }
 }
