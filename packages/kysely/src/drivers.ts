@@ -18,12 +18,12 @@ function requireHere(): NodeJS.Require {
 let sqliteDriver: typeof BetterSqlite3 | undefined;
 let postgresDriver: typeof pg | undefined;
 
-/** better-sqlite3, which {@link sqlite} needs. */
+/** better-sqlite3, which `sqlite()` needs. */
 export function betterSqlite3(): typeof BetterSqlite3 {
   return (sqliteDriver ??= loadDriver<typeof BetterSqlite3>("better-sqlite3", "sqlite()"));
 }
 
-/** pg, which {@link postgres} needs. */
+/** pg, which `postgres()` needs. */
 export function pgDriver(): typeof pg {
   return (postgresDriver ??= loadDriver<typeof pg>("pg", "postgres()"));
 }

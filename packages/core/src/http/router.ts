@@ -7,7 +7,8 @@ export type { RouteParams };
 /**
  * One endpoint as the router holds it: a method and a path pattern such as
  * `/public/v1/api/conversations/:session_id/messages`. The built-in routes answer a
- * {@link Reply}; a plugin's public `Route` (a Web `Response`, a `RouteRequest`) is one too.
+ * {@link Reply}; a plugin's public `Route`, reading a `RouteRequest` and answering a Web
+ * `Response`, is one too.
  */
 export interface Route<Ctx> {
   method: string;
