@@ -1,12 +1,15 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-const src = (name: string) => fileURLToPath(new URL(`./packages/${name}/src/index.ts`, import.meta.url));
+const src = (name: string, entry = "index") => fileURLToPath(new URL(`./packages/${name}/src/${entry}.ts`, import.meta.url));
 
 export default defineConfig({
   resolve: {
     // Tests run against the sources, so a change is tested without a rebuild.
+    // A key also matches its subpaths (`@channelkit/core/x` → `<target>/x`): subpaths come first.
     alias: {
+      "@channelkit/core/adapter": src("core", "adapter"),
+      "@channelkit/core/demo": src("core", "demo"),
       "@channelkit/core": src("core"),
       "@channelkit/kysely": src("kysely"),
       "@channelkit/node": src("node"),
@@ -17,7 +20,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts"],
+    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts", "test/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Two cores: more workers than that only adds contention to timing-sensitive stream tests.

@@ -10,7 +10,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 // One directory per run, so that a second run never swaps the server code of a first one.
 const outdir = fileURLToPath(new URL(`./.build/run-${process.pid}/`, import.meta.url));
 process.on("exit", () => rmSync(outdir, { recursive: true, force: true }));
-const pkg = (name) => `${root}packages/${name}/src/index.ts`;
+const pkg = (name, entry = "index") => `${root}packages/${name}/src/${entry}.ts`;
 
 await build({
   entryPoints: ["run", "channelkit-server", "baseline-server", "floor-server"].map((name) => `${root}bench/src/${name}.ts`),
@@ -22,7 +22,13 @@ await build({
   target: "node20",
   sourcemap: "linked",
   logLevel: "warning",
-  alias: { "@channelkit/core": pkg("core"), "@channelkit/kysely": pkg("kysely"), "@channelkit/node": pkg("node") },
+  alias: {
+    "@channelkit/core/adapter": pkg("core", "adapter"),
+    "@channelkit/core/demo": pkg("core", "demo"),
+    "@channelkit/core": pkg("core"),
+    "@channelkit/kysely": pkg("kysely"),
+    "@channelkit/node": pkg("node"),
+  },
   // Dependencies stay where npm put them; only the channelkit sources are bundled.
   external: ["autocannon", "better-sqlite3", "kysely", "pg", "zod"],
 });

@@ -2,7 +2,8 @@
  * The measured server: channelkit as a user embeds it (createChannelService + openStorage +
  * serve from @channelkit/node) with the demo flows, in its own process.
  */
-import { createChannelService, demoFlows } from "@channelkit/core";
+import { createChannelService } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { openStorage } from "@channelkit/kysely";
 import { serve } from "@channelkit/node";
 import { BENCH_SECRET_KEY, listenToParent, serverConfig, toParent } from "./shared.js";

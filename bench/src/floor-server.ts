@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type IncomingRequest, json, toResponse } from "@channelkit/core";
+import { type IncomingRequest, type Reply, toResponse } from "@channelkit/core/adapter";
 import { toNodeHandler } from "@channelkit/node";
 import { type FloorVariant, listenToParent, toParent } from "./shared.js";
 
@@ -23,9 +23,10 @@ function plain(req: IncomingMessage, res: ServerResponse): void {
   });
 }
 
-async function echo(request: IncomingRequest) {
+async function echo(request: IncomingRequest): Promise<Reply> {
   const { payload } = JSON.parse(new TextDecoder().decode(await request.arrayBuffer())) as { payload: string };
-  return json({ echo: payload });
+  // A JSON reply as core's routes build one: the body one string.
+  return { status: 200, headers: { "content-type": "application/json; charset=utf-8" }, body: JSON.stringify({ echo: payload }) };
 }
 
 const handlers = {

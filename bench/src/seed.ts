@@ -3,7 +3,8 @@
  * read by both servers: the channels the scenarios use, enough other keys and messages that
  * the indexes matter, and the two history conversations (100 and 10,000 messages).
  */
-import { createChannelService, demoFlows, generateApiKey, hashApiKey } from "@channelkit/core";
+import { createChannelService, generateApiKey, hashApiKey } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { openStorage } from "@channelkit/kysely";
 import { sql } from "kysely";
 import { BENCH_SECRET_KEY, type StoreKind } from "./shared.js";

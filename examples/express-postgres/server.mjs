@@ -2,7 +2,8 @@
 //   CHANNELKIT_DB   postgres:// URL (default postgres://postgres@127.0.0.1:5432/channelkit),
 //                   provisioned with the `channelkit` command
 //   PORT, HOST      where to listen (default 3000 on 127.0.0.1)
-import { createChannelService, demoFlows } from "@channelkit/core";
+import { createChannelService } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { mountChannelkit } from "@channelkit/express";
 import { openStorage } from "@channelkit/kysely";
 import express from "express";

@@ -2,7 +2,8 @@
 //   CHANNELKIT_DB   SQLite file or postgres:// URL (default ./channelkit.db), provisioned with
 //                   the `channelkit` command
 //   PORT, HOST      where to listen (default 3000 on 127.0.0.1)
-import { createChannelService, demoFlows } from "@channelkit/core";
+import { createChannelService } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { channelkit } from "@channelkit/fastify";
 import { openStorage } from "@channelkit/kysely";
 import Fastify from "fastify";

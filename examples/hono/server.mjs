@@ -3,7 +3,8 @@
 //                   the `channelkit` command
 //   PORT, HOST      where to listen (default 3000 on 127.0.0.1)
 import { serve } from "@hono/node-server";
-import { createChannelService, demoFlows } from "@channelkit/core";
+import { createChannelService } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { channelkit } from "@channelkit/hono";
 import { openStorage } from "@channelkit/kysely";
 import { Hono } from "hono";

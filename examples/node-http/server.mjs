@@ -1,7 +1,8 @@
 // channelkit on plain node:http, with embedded SQLite.
 //   CHANNELKIT_DB   SQLite file (default ./channelkit.db), provisioned with the `channelkit` command
 //   PORT, HOST      where to listen (default 3000 on 127.0.0.1)
-import { createChannelService, demoFlows } from "@channelkit/core";
+import { createChannelService } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { openStorage } from "@channelkit/kysely";
 import { serve } from "@channelkit/node";
 

@@ -1,4 +1,5 @@
-import { type ChannelService, createChannelService, demoFlows } from "@channelkit/core";
+import { type ChannelService, createChannelService } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { serve } from "@channelkit/node";
 import { SignJWT } from "jose";
 import { booleanValue, oneOf, parse, required } from "./args.js";

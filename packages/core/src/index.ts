@@ -1,15 +1,22 @@
-export { createChannelService, type ChannelService, type ChannelServiceOptions, type ServiceRoute } from "./service.js";
-export type { Logger, ServiceContext, RegisteredFlow } from "./context.js";
-export type { ChannelPlugin } from "./plugins.js";
-export type { Route, RouteParams } from "./http/router.js";
-export { json, errorReply } from "./http/respond.js";
-export { toResponse, fromResponse, isReplyStream, type Reply, type ReplyStream, type ReplyChunk, type IncomingRequest, type RequestHeaders } from "./http/reply.js";
-export { authenticateApiKey, bearerToken } from "./auth/authenticate.js";
-export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
-export type { RunSteps, TextPart } from "./runs/driver.js";
-export type { RunOutcome } from "./runs/outcome.js";
-export { RunAbort } from "./runs/abort.js";
+/**
+ * `@channelkit/core`: what a host app, a flow author and a plugin author use. Adapter
+ * plumbing (the `Reply` that `service.dispatch` answers) is on `@channelkit/core/adapter`,
+ * the demo flows on `@channelkit/core/demo`.
+ */
 
+// Host app: the service, its options, its administration.
+export { createChannelService, type ChannelService, type ChannelServiceOptions, type ServiceRoute } from "./service.js";
+export type { Logger } from "./context.js";
+export type { ChannelAdmin, CreatedChannel } from "./admin/operations.js";
+export type { ChannelView } from "./admin/channel-view.js";
+export type { CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
+export type { TokenEstimator } from "./conversations/tokens.js";
+export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
+// Clients of a channel: signing a request body, reading the SSE stream.
+export { signRequestBody } from "./auth/signature.js";
+export type { UIStreamEvent } from "./runs/ui-stream.js";
+
+// Flow authors.
 export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage } from "./flows/define.js";
 export {
   step,
@@ -26,18 +33,20 @@ export {
   type HandoverEvent,
   type StateEvent,
 } from "./flows/events.js";
-export { demoFlows, echoFlow, failFlow, askFlow, handoverFlow, slowFlow } from "./flows/demo.js";
 
-export { ServiceError, isServiceError, statusOf, ERROR_CODES, type ErrorCode } from "./http/errors.js";
-export { signRequestBody, verifySignature, SIGNATURE_TOLERANCE_SECONDS } from "./auth/signature.js";
-export { generateApiKey, hashApiKey, apiKeyHint, parseApiKey, KEY_PREFIXES, type KeyPrefix } from "./auth/api-keys.js";
-export { createSecretBox, type SecretBox } from "./auth/secret-box.js";
-export { estimateTokens, type TokenEstimator } from "./conversations/tokens.js";
+// Plugin authors: routes answering a Web Response, with the service's context.
+export type { ChannelPlugin, Route, RouteParams, RouteRequest } from "./plugins.js";
+export type { ServiceContext, RegisteredFlow } from "./context.js";
+export type { SecretBox } from "./auth/secret-box.js";
+// Running a flow from a route: the one way every channel runs one.
+export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
+export type { RunSteps, TextPart } from "./runs/driver.js";
+export type { RunOutcome } from "./runs/outcome.js";
 
-export type { ChannelAdmin, CreatedChannel } from "./admin/operations.js";
-export type { ChannelView } from "./admin/channel-view.js";
-export type { CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
-export type { UIStreamEvent } from "./runs/ui-stream.js";
-
+// Storage implementers (and tools that seed or read a store): what is stored, and how keys
+// and signing secrets are stored.
 export type * from "./storage/types.js";
+// In-memory storage, for unit tests of your own flows.
 export { memoryStorage } from "./storage/memory.js";
+export { generateApiKey, hashApiKey } from "./auth/api-keys.js";
+export { createSecretBox } from "./auth/secret-box.js";

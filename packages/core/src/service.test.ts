@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { demoFlows } from "./flows/demo.js";
-import type { ChannelPlugin } from "./plugins.js";
+import type { IncomingRequest } from "./adapter.js";
+import type { ChannelPlugin, RouteRequest } from "./plugins.js";
 import { createChannelService } from "./service.js";
 import { memoryStorage } from "./storage/memory.js";
 
@@ -21,6 +22,43 @@ describe("service.routes", () => {
       expect(Object.isFrozen(service.routes)).toBe(true);
       const answered = await service.handler(new Request("http://host.test/chat/ping"));
       expect(await answered.text()).toBe("pong");
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe("a plugin's route", () => {
+  // A route is handed a Web Request through `handler`, an adapter's own request through
+  // `dispatch`: both must be RouteRequests (checked by the compiler).
+  const asRouteRequest = (request: Request | IncomingRequest): RouteRequest => request;
+
+  const plugin: ChannelPlugin = {
+    name: "echo-body",
+    routes: [
+      {
+        method: "POST",
+        path: "/echo/:name",
+        async handle(request, params) {
+          const body = new TextDecoder().decode(await request.arrayBuffer());
+          return Response.json({ name: params.name, body, type: request.headers.get("content-type") }, { status: 201 });
+        },
+      },
+    ],
+  };
+
+  it("answers a Web Response, through handler and through dispatch", async () => {
+    expect(asRouteRequest).toBeTypeOf("function");
+    const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: quiet, plugins: [plugin] });
+    try {
+      const init = { method: "POST", headers: { "content-type": "text/plain" }, body: "hi" };
+      const answered = await service.handler(new Request("http://host.test/echo/a", init));
+      expect(answered.status).toBe(201);
+      expect(await answered.json()).toEqual({ name: "a", body: "hi", type: "text/plain" });
+
+      const reply = await service.dispatch(new Request("http://host.test/echo/b", init));
+      expect(reply.status).toBe(201);
+      expect(reply.headers["content-type"]).toBe("application/json");
     } finally {
       await service.close();
     }

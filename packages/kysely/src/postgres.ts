@@ -8,8 +8,9 @@ import {
   type PostgresQueryResult,
 } from "kysely";
 import { createHash } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
 import type { Database } from "./schema.js";
+import { pgDriver } from "./drivers.js";
 import { type Executor, runBody } from "./executor.js";
 import { KyselyStorage } from "./storage.js";
 
@@ -64,7 +65,7 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000;
   const pool =
     typeof urlOrPool === "string"
-      ? new pg.Pool({
+      ? new (pgDriver().Pool)({
           connectionString: urlOrPool,
           max: options.poolSize ?? 10,
           statement_timeout: statementTimeoutMs,
@@ -201,7 +202,7 @@ class GuardedClient implements PostgresPoolClient {
       // Only an error the server reported proves that the connection is still in step. A
       // prepared statement whose result changed under it (another process migrated) fails
       // on this connection until it closes, so the connection is discarded too.
-      if (!(error instanceof pg.DatabaseError) || error.code === STALE_PREPARED_STATEMENT) {
+      if (!(error instanceof pgDriver().DatabaseError) || error.code === STALE_PREPARED_STATEMENT) {
         this.#broken = error instanceof Error ? error : new Error(String(error));
       }
       throw error;

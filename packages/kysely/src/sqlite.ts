@@ -1,5 +1,6 @@
-import BetterSqlite3 from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
+import { betterSqlite3 } from "./drivers.js";
 import { type Executor, kyselyExecutor, runBodySync } from "./executor.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
@@ -16,7 +17,7 @@ export interface SqliteOptions {
  * the writer. Several processes may share one file. Call `migrate()` before serving.
  */
 export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage {
-  const database = new BetterSqlite3(path);
+  const database = new (betterSqlite3())(path);
   const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000));
   database.pragma(`busy_timeout = ${busyTimeoutMs}`);
   enableWal(database, busyTimeoutMs);

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { RunAbort } from "@channelkit/core";
+import { RunAbort } from "@channelkit/core/adapter";
 
 /**
  * Whether the client went away before its answer was sent, learnt from the response's

@@ -1,6 +1,6 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { IncomingRequest, Reply, ReplyStream } from "@channelkit/core";
+import type { IncomingRequest, Reply, ReplyStream } from "@channelkit/core/adapter";
 import { afterEach, describe, expect, it } from "vitest";
 import { toNodeHandler } from "./handler.js";
 

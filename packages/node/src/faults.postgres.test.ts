@@ -3,12 +3,12 @@ import {
   type ChannelService,
   createChannelService,
   defineFlow,
-  demoFlows,
   type Logger,
   step,
   text,
   type UIStreamEvent,
 } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, type PostgresOptions } from "@channelkit/kysely";
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from "@channelkit/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { IncomingRequest, Reply } from "@channelkit/core";
+import type { IncomingRequest, Reply } from "@channelkit/core/adapter";
 import { ClientLink } from "./client.js";
 import { NodeIncomingRequest, toWebRequest, type WebRequestOverrides } from "./request.js";
 import { writeReply, writeWebResponse } from "./response.js";

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { RequestHeaders } from "@channelkit/core";
+import type { RequestHeaders } from "@channelkit/core/adapter";
 
 /**
  * A Node request's headers as a channel service reads them, from the raw headers Node

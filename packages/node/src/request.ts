@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { IncomingRequest, RequestHeaders } from "@channelkit/core";
+import type { IncomingRequest, RequestHeaders } from "@channelkit/core/adapter";
 import { ClientLink } from "./client.js";
 import { NodeRequestHeaders } from "./headers.js";
 

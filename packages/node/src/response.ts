@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { fromResponse, isReplyStream, type Reply, type ReplyStream } from "@channelkit/core";
+import { fromResponse, isReplyStream, type Reply, type ReplyStream } from "@channelkit/core/adapter";
 
 /**
  * Writes a channel service's {@link Reply} to a Node response: a body known whole in one

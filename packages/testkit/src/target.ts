@@ -1,4 +1,5 @@
-import { type ChannelService, type ChannelServiceOptions, createChannelService, demoFlows, type Logger, type Storage } from "@channelkit/core";
+import { type ChannelService, type ChannelServiceOptions, createChannelService, type Logger, type Storage } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ContractTarget, RunningTarget } from "./types.js";

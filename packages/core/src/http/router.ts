@@ -1,10 +1,15 @@
 import { ServiceError } from "./errors.js";
+import type { RouteParams } from "../plugins.js";
 import type { IncomingRequest, Reply } from "./reply.js";
 
-/** Parameters captured from `:name` segments of a route path. */
-export type RouteParams = Record<string, string>;
+export type { RouteParams };
 
-/** One endpoint: a method and a path pattern such as `/public/v1/api/conversations/:session_id/messages`. */
+/**
+ * One endpoint as the router holds it: a method and a path pattern such as
+ * `/public/v1/api/conversations/:session_id/messages`. The built-in routes answer a
+ * {@link Reply}; a plugin's public `Route`, reading a `RouteRequest` and answering a Web
+ * `Response`, is one too.
+ */
 export interface Route<Ctx> {
   method: string;
   path: string;

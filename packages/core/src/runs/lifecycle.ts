@@ -59,7 +59,7 @@ export class RunLifecycle {
   }
 
   /** Aborts the run when the request's client goes away; returns what stops following it. */
-  followClient(request: IncomingRequest, abort: RunAbort): () => void {
+  followClient(request: Pick<IncomingRequest, "signal" | "onClientGone">, abort: RunAbort): () => void {
     if (request.onClientGone) return request.onClientGone((reason) => abort.abort(reason));
     const signal = request.signal;
     const onAbort = () => abort.abort(signal.reason);

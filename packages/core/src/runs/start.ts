@@ -16,7 +16,7 @@ export interface StartRunInput {
   payload: string;
   metadata: Record<string, unknown>;
   /** The request the run answers: its client going away aborts the run. */
-  request: IncomingRequest;
+  request: Pick<IncomingRequest, "signal" | "onClientGone">;
   /** Whether the caller streams the live text (false for a JSON answer). */
   live: boolean;
 }
@@ -83,7 +83,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
  * stored. A plain stepper rather than a generator delegating with `yield*`: that would add a
  * generator's hops to every event of the run.
  */
-function tracked(runs: RunLifecycle, abort: RunAbort, request: IncomingRequest, run: RunSteps): RunSteps {
+function tracked(runs: RunLifecycle, abort: RunAbort, request: StartRunInput["request"], run: RunSteps): RunSteps {
   let unfollowClient: (() => void) | undefined;
   let ended = false;
   const end = () => {

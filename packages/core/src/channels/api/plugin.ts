@@ -1,4 +1,5 @@
-import type { ChannelPlugin } from "../../plugins.js";
+import type { ServiceContext } from "../../context.js";
+import type { Route } from "../../http/router.js";
 import { preflight } from "../../http/cors.js";
 import { execute } from "./execute.js";
 import { history } from "./history.js";
@@ -6,8 +7,12 @@ import { history } from "./history.js";
 const EXECUTE_PATH = "/public/v1/api/execute";
 const HISTORY_PATH = "/public/v1/api/conversations/:session_id/messages";
 
-/** The API channel: execute, its CORS preflight and the conversation history. */
-export function apiChannel(): ChannelPlugin {
+/**
+ * The API channel: execute, its CORS preflight and the conversation history. Built in, its
+ * routes answer the internal `Reply` (no Web `Response` on the Node fast path), which a
+ * plugin's public `Route` does not offer.
+ */
+export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } {
   return {
     name: "api-channel",
     routes: [

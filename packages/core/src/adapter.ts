@@ -1,0 +1,18 @@
+/**
+ * `@channelkit/core/adapter`: the fast path of `service.dispatch`, for runtime adapters such
+ * as `@channelkit/node`. `dispatch` reads an {@link IncomingRequest} (a Web `Request` is one)
+ * and answers a {@link Reply} the adapter writes itself, without building a Web `Response`.
+ * Everything else uses `service.handler(request: Request): Promise<Response>`.
+ */
+export {
+  toResponse,
+  fromResponse,
+  isReplyStream,
+  type Reply,
+  type ReplyStream,
+  type ReplyChunk,
+  type IncomingRequest,
+  type RequestHeaders,
+} from "./http/reply.js";
+/** The lazy abort a run uses; an adapter that learns of a disconnect without a signal reuses it. */
+export { RunAbort } from "./runs/abort.js";
