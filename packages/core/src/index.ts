@@ -38,7 +38,9 @@ export {
 export type { ChannelPlugin, Route, RouteParams, RouteRequest } from "./plugins.js";
 export type { ServiceContext, RegisteredFlow } from "./context.js";
 export type { SecretBox } from "./auth/secret-box.js";
-// Running a flow from a route: the one way every channel runs one.
+// Authenticating a request by its channel key, and running a flow from a route: the one
+// way every channel runs one.
+export { authenticateApiKey } from "./auth/authenticate.js";
 export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
 export type { RunSteps, TextPart } from "./runs/driver.js";
 export type { RunOutcome } from "./runs/outcome.js";

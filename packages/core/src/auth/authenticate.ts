@@ -3,8 +3,13 @@ import type { IncomingRequest } from "../http/reply.js";
 import type { KeyWithChannel, Storage } from "../storage/types.js";
 import { hashApiKey, hashesEqual, parseApiKey, prefixMatchesMode } from "./api-keys.js";
 
+/** What authentication reads of a request: its headers. */
+interface WithHeaders {
+  headers: Pick<IncomingRequest["headers"], "get">;
+}
+
 /** The bearer token of a request, or null when there is no `Authorization: Bearer` header. */
-export function bearerToken(request: IncomingRequest): string | null {
+export function bearerToken(request: WithHeaders): string | null {
   const header = request.headers.get("authorization");
   if (header === null) return null;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
@@ -12,11 +17,17 @@ export function bearerToken(request: IncomingRequest): string | null {
 }
 
 /**
- * Checks 1 to 5 of decisions.md, first failure wins: the key, the channel type, the
- * channel state, the environment, then the origin for public keys.
+ * Authenticates a request by its channel key, with checks 1 to 5 of the execute route,
+ * first failure wins: the key (401 `missing_api_key`, `invalid_api_key`), the channel type
+ * (403 `wrong_channel_type`), its state (410 `channel_archived`, 409 `channel_inactive`),
+ * the environment (403 `environment_mismatch`), then the origin for public keys (403
+ * `origin_not_allowed`). Throws the `ServiceError`; returns the key and its channel.
+ *
+ * @example
+ * const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
  */
 export async function authenticateApiKey(
-  request: IncomingRequest,
+  request: WithHeaders,
   storage: Storage,
   now: Date,
   channelType: "api" | "webhook" = "api",
