@@ -1,7 +1,7 @@
 import type { TokenEstimator } from "../conversations/tokens.js";
 import type { Flow, FlowContext, FlowHistoryMessage } from "../flows/define.js";
 import type { FlowEvent } from "../flows/events.js";
-import type { BeginRunInput, ChannelRecord, ClaimedTurn, RunConversation, RunRecord, Storage } from "../storage/types.js";
+import type { BeginRunInput, ChannelRecord, ClaimedTurn, NewMessage, RunConversation, RunRecord, Storage } from "../storage/types.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
@@ -63,7 +63,7 @@ export function claimOf(
     completedAt: now,
     durationMs: 0,
   };
-  const userMessage = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: false }).message("user", input.payload, now, null, null);
+  const userMessage = userMessageOf(input.runId, input.payload, now, input.estimateTokens);
   return { conversation: input.conversation, run, userMessage, now, leaseUntil: isoTimestamp(nowMs + leaseMs), claimUntil: isoTimestamp(nowMs + leaseMs) };
 }
 
@@ -87,12 +87,12 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
   if (!turn) return giveUpTurn(input, transcript);
 
-  const renewal = keepTurn(input);
+  const held = lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs });
   let end: Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
   try {
     end = yield* runFlow(input, turn, transcript);
   } finally {
-    renewal.stop();
+    lifecycle.releaseTurn(held);
   }
   const completedMs = Date.now();
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
@@ -209,41 +209,11 @@ async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunO
     conversation: input.conversation,
     ticket: input.ticket,
     claimed: false,
-    messages: [transcript.message("user", input.payload, now, null, null)],
+    messages: [userMessageOf(input.runId, input.payload, now, input.estimateTokens)],
     claimUntil: isoTimestamp(nowMs + input.lifecycle.leaseMs),
   });
   input.lifecycle.turnPassed(input.conversation.id);
   return outcome;
-}
-
-/** Renews the run's lease on its turn every third of the lease, until stopped. */
-function keepTurn(input: RunInput): { stop(): void } {
-  const { lifecycle, storage } = input;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const schedule = () => {
-    timer = setTimeout(renew, lifecycle.leaseMs / 3);
-    // A pending renewal must not keep a Node process alive on its own.
-    (timer as { unref?: () => void }).unref?.();
-  };
-  const renew = () => {
-    storage.renewTurn(input.conversation.id, input.ticket, isoTimestamp(Date.now() + lifecycle.leaseMs)).then(
-      (held) => {
-        if (!held) lifecycle.logger.warn(`channelkit: run ${input.runId} lost its conversation's turn (its lease lapsed)`);
-        if (timer !== undefined) schedule();
-      },
-      (error) => {
-        lifecycle.logger.warn(`channelkit: run ${input.runId} could not renew its conversation's turn`, error);
-        if (timer !== undefined) schedule();
-      },
-    );
-  };
-  schedule();
-  return {
-    stop() {
-      clearTimeout(timer);
-      timer = undefined;
-    },
-  };
 }
 
 function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
@@ -265,6 +235,24 @@ function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
 }
 
 const ABORTED = Symbol("aborted");
+
+/** The run's user message, as stored when it claims its turn. */
+function userMessageOf(runId: string, payload: string, timestamp: string, estimateTokens: TokenEstimator): NewMessage {
+  return {
+    origin: "agent",
+    role: "user",
+    content: payload,
+    timestamp,
+    tokenCount: estimateTokens(payload),
+    runId,
+    stepId: null,
+    nodeType: null,
+    toolCalls: null,
+    toolCallId: null,
+    livechatMessageId: null,
+    sender: null,
+  };
+}
 
 /** The conversation's most recent messages before this run's own user message, oldest first. */
 async function historyBefore(storage: Storage, turn: ClaimedTurn, limit: number): Promise<FlowHistoryMessage[]> {

@@ -1,6 +1,18 @@
 import type { Logger } from "../context.js";
 import type { IncomingRequest } from "../http/reply.js";
+import type { Storage } from "../storage/types.js";
 import { RunAbort } from "./abort.js";
+import { isoTimestamp } from "./timestamp.js";
+
+/** A run holding its conversation's turn, whose lease the lifecycle renews. */
+export interface HeldTurn {
+  storage: Storage;
+  runId: string;
+  conversationId: string;
+  ticket: number;
+  /** When the run claimed the turn (ms): a run shorter than a third of the lease is never renewed. */
+  sinceMs: number;
+}
 
 /** Settings of a service's {@link RunLifecycle}. */
 export interface RunLifecycleOptions {
@@ -29,6 +41,9 @@ export class RunLifecycle {
   #idle: (() => void) | null = null;
   /** Runs of this process waiting their turn, by conversation: woken when a run there ends. */
   readonly #waiting = new Map<string, Set<() => void>>();
+  /** Runs holding their turn, and the one timer renewing their leases while any is held. */
+  readonly #held = new Set<HeldTurn>();
+  #renewals: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: RunLifecycleOptions) {
     this.logger = options.logger;
@@ -71,6 +86,41 @@ export class RunLifecycle {
     return () => signal.removeEventListener("abort", onAbort);
   }
 
+  /**
+   * Keeps the run's lease on its turn until {@link releaseTurn}: every third of the lease,
+   * one timer for the whole service (made on the first run, ended by `close()`) renews the
+   * leases of the runs held that long. A timer per run would cost every run; most end well
+   * before their first renewal.
+   */
+  holdTurn(turn: HeldTurn): HeldTurn {
+    this.#held.add(turn);
+    if (this.#renewals === undefined) {
+      this.#renewals = setInterval(() => this.#renew(), this.leaseMs / 3);
+      // Renewals must not keep a Node process alive on their own.
+      (this.#renewals as { unref?: () => void }).unref?.();
+    }
+    return turn;
+  }
+
+  /** The run no longer needs its lease renewed (it is storing its outcome). */
+  releaseTurn(turn: HeldTurn): void {
+    this.#held.delete(turn);
+  }
+
+  #renew(): void {
+    const now = Date.now();
+    const leaseUntil = isoTimestamp(now + this.leaseMs);
+    for (const turn of this.#held) {
+      if (now - turn.sinceMs < this.leaseMs / 3) continue;
+      turn.storage.renewTurn(turn.conversationId, turn.ticket, leaseUntil).then(
+        (held) => {
+          if (!held) this.logger.warn(`channelkit: run ${turn.runId} lost its conversation's turn (its lease lapsed)`);
+        },
+        (error) => this.logger.warn(`channelkit: run ${turn.runId} could not renew its conversation's turn`, error),
+      );
+    }
+  }
+
   /** Wakes the runs of this process waiting their turn on `conversationId`. */
   turnPassed(conversationId: string): void {
     const waiting = this.#waiting.get(conversationId);
@@ -111,5 +161,7 @@ export class RunLifecycle {
       for (const run of this.#runs) run.abort(reason);
     }
     while (this.#runs.size > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+    clearInterval(this.#renewals);
+    this.#renewals = undefined;
   }
 }
