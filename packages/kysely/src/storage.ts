@@ -11,6 +11,7 @@ import type {
   MessageRecord,
   RunTicket,
   Storage,
+  StoreRunInput,
   TenantRecord,
 } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
@@ -183,6 +184,25 @@ export class KyselyStorage implements Storage {
       if (serving === ticket + 1 && serving < Number(row.next_ticket)) yield* skipEndedTickets(queries, conversation.id, serving, input.claimUntil);
       // What was stored, from what was given rather than parsed back from the rows.
       return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
+    });
+  }
+
+  async storeRun(input: StoreRunInput): Promise<MessageRecord[]> {
+    const queries = this.#queries;
+    const { conversation, messages, run } = input;
+    return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
+      yield* rowsOf(
+        queries.insertConversation.bind([
+          conversation.id, conversation.tenantId, conversation.channelId, input.mode ?? "bot", "flowState" in input ? toJson(input.flowState) : null,
+          messages.length, run.startedAt, run.completedAt, 1, 1, null,
+        ]),
+      );
+      if (messages.length > 0) {
+        const rows = messages.map((message, i) => messageToRow(conversation.id, i, message));
+        yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, rows)));
+      }
+      yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run, 0)])));
+      return messages.map((message, i) => storedMessage(conversation.id, i, message));
     });
   }
 

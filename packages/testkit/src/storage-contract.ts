@@ -243,6 +243,40 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       });
     });
 
+    describe("storeRun: a whole run that started a conversation", () => {
+      it("stores the conversation, its messages from turn 0 and the run at once; the next run takes ticket 1 and its turn", async () => {
+        const c = await conversation();
+        const first = c.run("hello");
+        const { run, messages } = first.complete({ ticket: 0, messages: ["Echo: hello"], user: true, flowState: { n: 1 }, seconds: 2 });
+        const stored = await storage.storeRun({ run, conversation: { ...first.begin(0).conversation, isNew: true }, messages, flowState: { n: 1 } });
+        expect(stored.map((m) => [m.turnIndex, m.role, m.content])).toEqual([
+          [0, "user", "hello"],
+          [1, "assistant", "Echo: hello"],
+        ]);
+        expect(await storage.listRecentMessages(c.id, 10)).toEqual(stored);
+        expect(await storage.findRun(first.id)).toEqual(run);
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "bot", flowState: { n: 1 }, nextTurn: 2 });
+        const second = c.run("again");
+        const ticket = await storage.beginRun(second.begin(3, { isNew: false }));
+        expect(ticket.ticket).toBe(1);
+        expect(ticket.claimed?.conversation.flowState).toEqual({ n: 1 });
+        expect(ticket.claimed?.userMessage.turnIndex).toBe(2);
+      });
+
+      it("sets the mode it is given, and fails storing nothing when the conversation's id exists", async () => {
+        const c = await conversation();
+        const first = c.run("hand me over");
+        const done = first.complete({ ticket: 0, messages: ["Connecting you"], user: true, status: "pending", seconds: 1 });
+        await storage.storeRun({ run: done.run, conversation: { ...first.begin(0).conversation, isNew: true }, messages: done.messages, mode: "livechat_waiting" });
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", nextTurn: 2 });
+        const again = c.run("same id");
+        const twice = again.complete({ ticket: 0, messages: ["x"], user: true, seconds: 2 });
+        await expect(storage.storeRun({ run: twice.run, conversation: { ...again.begin(0).conversation, isNew: true }, messages: twice.messages })).rejects.toThrow();
+        expect(await storage.findRun(again.id)).toBeNull();
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual(["hand me over", "Connecting you"]);
+      });
+    });
+
     describe("unknown conversations", () => {
       it("beginRun on a conversation that does not exist throws; completeRun too; claimTurn gives null; renewTurn false", async () => {
         const c = await conversation();

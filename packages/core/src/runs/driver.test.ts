@@ -257,6 +257,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     ...base,
     ticket: ticket.ticket,
     claimed: ticket.claimed,
+    begun: true,
     claimedAtMs: arrivedMs,
     metadata: options.metadata ?? {},
     abort,

@@ -24,6 +24,11 @@ export interface RunInput {
   /** The run's place in its conversation's queue, and its turn when it was claimed on arrival. */
   ticket: number;
   claimed: ClaimedTurn | null;
+  /**
+   * False for a run that starts its conversation and is answered as JSON: nothing of it is
+   * stored before its end, when {@link Storage.storeRun} writes it whole.
+   */
+  begun: boolean;
   /** When the turn was claimed on arrival (ms), for the run's `started_at`. */
   claimedAtMs: number;
   payload: string;
@@ -87,12 +92,12 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
   if (!turn) return giveUpTurn(input, transcript);
 
-  const held = lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs });
+  const held = input.begun ? lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs }) : null;
   let end: Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
   try {
     end = yield* runFlow(input, turn, transcript);
   } finally {
-    lifecycle.releaseTurn(held);
+    if (held) lifecycle.releaseTurn(held);
   }
   const completedMs = Date.now();
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
@@ -101,14 +106,21 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     completedAt: isoTimestamp(completedMs),
     durationMs: completedMs - startedMs,
   });
+  const state = {
+    ...(transcript.flowState ? { flowState: transcript.flowState.value } : {}),
+    ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),
+  };
+  if (!input.begun) {
+    await storage.storeRun({ run: recordOf(input, outcome), conversation: input.conversation, messages: [turn.userMessage, ...outcome.produced], ...state });
+    return outcome;
+  }
   await storage.completeRun({
     run: recordOf(input, outcome),
     conversation: input.conversation,
     ticket: input.ticket,
     claimed: true,
     messages: outcome.produced,
-    ...(transcript.flowState ? { flowState: transcript.flowState.value } : {}),
-    ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),
+    ...state,
     claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
   });
   lifecycle.turnPassed(input.conversation.id);

@@ -15,6 +15,7 @@ import type {
   RunTicket,
   Storage,
   TenantRecord,
+  StoreRunInput,
 } from "./types.js";
 
 /** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
@@ -278,6 +279,29 @@ export function memoryStorage(): Storage {
         put(conversations, row.id, { ...row, nextTicket: ticket + 1 });
         if (row.serving !== ticket) return { ticket, claimed: null };
         return { ticket, claimed: claim(input, ticket) };
+      });
+    },
+
+    async storeRun(input: StoreRunInput): Promise<MessageRecord[]> {
+      const { conversation, messages, run } = input;
+      return transaction(() => {
+        insertConversation({
+          id: conversation.id,
+          tenantId: conversation.tenantId,
+          channelId: conversation.channelId,
+          mode: input.mode ?? "bot",
+          flowState: "flowState" in input ? toJson(input.flowState) : null,
+          nextTurn: messages.length,
+          livechatConversationId: null,
+          createdAt: run.startedAt,
+          updatedAt: run.completedAt,
+          nextTicket: 1,
+          serving: 1,
+          leaseUntil: null,
+        });
+        const stored = messages.map((message, i) => insertMessage(conversation.id, i, message));
+        insertRun(run, 0);
+        return stored;
       });
     },
 

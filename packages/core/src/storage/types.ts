@@ -213,6 +213,22 @@ export interface CompleteRunInput {
   claimUntil: string;
 }
 
+/**
+ * A whole run of a new conversation, stored at once: a run answered as JSON that starts a
+ * conversation has no observer until its answer (nobody else knows the conversation's id),
+ * so its conversation, messages and outcome are written in one transaction at its end.
+ */
+export interface StoreRunInput {
+  run: RunRecord;
+  conversation: RunConversation;
+  /** The user message first, then the produced messages; they get turn indexes from 0. */
+  messages: NewMessage[];
+  /** The flow state, when the run set one. */
+  flowState?: unknown;
+  /** The conversation's mode, when the run changed it. */
+  mode?: ConversationMode;
+}
+
 /** A key with the channel it opens, as found by one lookup on the request path. */
 export interface KeyWithChannel {
   key: ApiKeyRecord;
@@ -266,6 +282,12 @@ export interface Storage {
    * stored.
    */
   completeRun(input: CompleteRunInput): Promise<MessageRecord[]>;
+  /**
+   * Stores a whole run that started a new conversation, in one transaction: the
+   * conversation (its queue past ticket 0), the messages from turn 0, the run (ticket 0).
+   * Fails, storing nothing, when the conversation's id exists.
+   */
+  storeRun(input: StoreRunInput): Promise<MessageRecord[]>;
   findRun(id: string): Promise<RunRecord | null>;
 
   createTenant(tenant: TenantRecord): Promise<void>;

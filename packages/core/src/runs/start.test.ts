@@ -1,0 +1,127 @@
+import { describe, expect, it } from "vitest";
+import { createSecretBox } from "../auth/secret-box.js";
+import type { RegisteredFlow, ServiceContext } from "../context.js";
+import { estimateTokens } from "../conversations/tokens.js";
+import { defineFlow } from "../flows/define.js";
+import { step, text } from "../flows/events.js";
+import type { ChannelRecord } from "../storage/types.js";
+import { memoryStorage } from "../storage/memory.js";
+import { RunLifecycle } from "./lifecycle.js";
+import { type StartedRun, startRun } from "./start.js";
+
+const silent = { warn: () => undefined, error: () => undefined };
+const NOW = new Date().toISOString();
+
+/** A flow that says its payload, then waits at a gate the test opens. */
+let open: (() => void) | null = null;
+const gated = defineFlow({
+  name: "gated",
+  async *run(ctx) {
+    yield step("say", "say");
+    yield text(`You said ${ctx.payload}`);
+    await new Promise<void>((resolve, reject) => {
+      open = resolve;
+      ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
+    });
+    yield text(".");
+    return { done: true };
+  },
+});
+
+async function setup() {
+  open = null;
+  const storage = memoryStorage();
+  const tenantId = crypto.randomUUID();
+  await storage.createTenant({ id: tenantId, name: "start", createdAt: NOW });
+  const channel: ChannelRecord = {
+    id: crypto.randomUUID(), tenantId, name: null, type: "api", mode: "server", environment: "prod", state: "active", flowName: "gated",
+    allowedOrigins: [], defaultStream: false, requireSignature: false, signingSecretEncrypted: null, apiKeyHint: "svc_live_****abcd",
+    clientId: null, languages: [], livechatMessages: {}, createdAt: NOW, updatedAt: NOW,
+  };
+  await storage.createChannel(channel, {
+    id: crypto.randomUUID(), channelId: channel.id, tenantId, hash: crypto.randomUUID(), prefix: "svc_live_", environment: "prod",
+    hint: "svc_live_****abcd", createdAt: NOW, expiresAt: null, revokedAt: null,
+  });
+  const flow: RegisteredFlow = { flow: gated, id: crypto.randomUUID(), name: "gated", version: null };
+  const ctx: ServiceContext = {
+    storage,
+    flows: new Map([["gated", flow]]),
+    secrets: createSecretBox("ab".repeat(32)),
+    logger: silent,
+    maxBodyBytes: 1024,
+    historyLimit: 50,
+    estimateTokens,
+    runs: new RunLifecycle({ logger: silent, leaseMs: 30_000 }),
+  };
+  const request = { signal: new AbortController().signal };
+  const start = (payload: string, live: boolean, conversationId?: string) =>
+    (async () => {
+      const conversation = conversationId ? await storage.findConversation(conversationId) : null;
+      return startRun(ctx, { channel, flow, conversation, payload, metadata: {}, request, live });
+    })();
+  return { storage, start };
+}
+
+/** Pulls the run to its end, as a client reading it would. */
+async function toEnd(run: StartedRun) {
+  let step = await run.steps.next();
+  while (!step.done) step = await run.steps.next();
+  return step.value;
+}
+
+/** Resolves once the gated flow waits at its gate. */
+async function atGate(): Promise<() => void> {
+  for (let i = 0; i < 500; i++) {
+    if (open) return open;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error("the flow never reached its gate");
+}
+
+describe("startRun", () => {
+  it("a streamed run that starts a conversation has stored it, with its user message, before its first part", async () => {
+    const { storage, start } = await setup();
+    const run = await start("hello", true);
+    expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => [m.turnIndex, m.role, m.content])).toEqual([[0, "user", "hello"]]);
+    expect(await storage.findRun(run.runId)).toMatchObject({ status: "running" });
+    const ended = toEnd(run);
+    (await atGate())();
+    expect(await ended).toMatchObject({ status: "success" });
+    expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => m.content)).toEqual(["hello", "You said hello."]);
+  });
+
+  it("a JSON run that starts a conversation is stored whole at its end: before, nobody can know its id", async () => {
+    const { storage, start } = await setup();
+    const run = await start("hello", false);
+    const pending = toEnd(run);
+    const release = await atGate();
+    expect(await storage.findConversation(run.conversationId)).toBeNull();
+    expect(await storage.findRun(run.runId)).toBeNull();
+    release();
+    expect(await pending).toMatchObject({ status: "success", result: { done: true } });
+    expect(await storage.findRun(run.runId)).toMatchObject({ status: "success", executionOrder: ["say"] });
+    expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => [m.turnIndex, m.content])).toEqual([
+      [0, "hello"],
+      [1, "You said hello."],
+    ]);
+    // The conversation goes on like any other: the next run takes the next ticket and turn.
+    const next = await start("again", false, run.conversationId);
+    open = null;
+    const ended = toEnd(next);
+    const again = await atGate();
+    expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => m.content)).toEqual(["hello", "You said hello.", "again"]);
+    again();
+    expect(await ended).toMatchObject({ status: "success" });
+  });
+
+  it("a JSON run that starts a conversation and is cancelled is stored whole, cancelled, with its partial text", async () => {
+    const { storage, start } = await setup();
+    const run = await start("hello", false);
+    const pending = toEnd(run);
+    await atGate();
+    run.cancel();
+    expect(await pending).toMatchObject({ status: "cancelled" });
+    expect(await storage.findRun(run.runId)).toMatchObject({ status: "cancelled" });
+    expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => m.content)).toEqual(["hello", "You said hello"]);
+  });
+});
