@@ -1,7 +1,18 @@
 import type { TokenEstimator } from "../conversations/tokens.js";
 import type { Flow, FlowContext, FlowHistoryMessage } from "../flows/define.js";
 import type { FlowEvent } from "../flows/events.js";
-import type { BeginRunInput, ChannelRecord, ClaimedTurn, NewMessage, RunConversation, RunRecord, Storage } from "../storage/types.js";
+import type {
+  BeginRunInput,
+  ChannelRecord,
+  ClaimedTurn,
+  CompleteRunInput,
+  ConversationMode,
+  NewMessage,
+  RunConversation,
+  RunRecord,
+  Storage,
+  StoreRunInput,
+} from "../storage/types.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
@@ -101,30 +112,40 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   }
   const completedMs = Date.now();
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
-    ...end,
+    status: end.status,
+    result: end.result,
+    error: end.error,
     startedAt: isoTimestamp(startedMs),
     completedAt: isoTimestamp(completedMs),
     durationMs: completedMs - startedMs,
   });
-  const state = {
-    ...(transcript.flowState ? { flowState: transcript.flowState.value } : {}),
-    ...(outcome.livechatMode ? { mode: outcome.livechatMode } : {}),
-  };
   if (!input.begun) {
-    await storage.storeRun({ run: recordOf(input, outcome), conversation: input.conversation, messages: [turn.userMessage, ...outcome.produced], ...state });
+    const messages = [turn.userMessage as NewMessage].concat(outcome.produced);
+    const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
+    await storage.storeRun(withState(whole, transcript, outcome));
     return outcome;
   }
-  await storage.completeRun({
+  const completion: CompleteRunInput = {
     run: recordOf(input, outcome),
     conversation: input.conversation,
     ticket: input.ticket,
     claimed: true,
     messages: outcome.produced,
-    ...state,
     claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
-  });
+  };
+  await storage.completeRun(withState(completion, transcript, outcome));
   lifecycle.turnPassed(input.conversation.id);
   return outcome;
+}
+
+/**
+ * What the run stores of the conversation's state: the flow state when the flow set one (a
+ * present key, even `undefined`, sets it), the mode when the run handed over.
+ */
+function withState<T extends { flowState?: unknown; mode?: ConversationMode }>(input: T, transcript: Transcript, outcome: RunOutcome): T {
+  if (transcript.flowState) input.flowState = transcript.flowState.value;
+  if (outcome.livechatMode) input.mode = outcome.livechatMode;
+  return input;
 }
 
 /** Pulls the flow's events into the transcript, yielding the live parts, until it ends or is aborted. */
