@@ -60,6 +60,7 @@ async function readmeExample(port: number): Promise<string> {
   return [
     "const myModel = {",
     "  async *stream(payload) {",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a template literal of the app's source
     "    for (const word of `Echo: ${payload}`.split(/(?<= )/)) yield word;",
     "  },",
     "};",
@@ -68,6 +69,7 @@ async function readmeExample(port: number): Promise<string> {
     'const created = await service.admin.createChannel({ tenantId: tenant.id, flow: "support", environment: "prod" });',
     `const response = await fetch("http://127.0.0.1:${port}/public/v1/api/execute", {`,
     '  method: "POST",',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a template literal of the app's source
     '  headers: { authorization: `Bearer ${created.api_key}`, "content-type": "application/json" },',
     '  body: JSON.stringify({ payload: "Hello, channelkit!" }),',
     "});",
@@ -118,8 +120,8 @@ describe("the packed packages, installed in a new app", () => {
     const packed: Record<string, string> = {};
     for (const name of PACKAGES) {
       const { stdout } = await run(npm, ["pack", "--json", "--pack-destination", tarballs], { cwd: join(ROOT, "packages", name), env: cleanEnv() });
-      const [info] = JSON.parse(stdout) as { name: string; filename: string }[];
-      packed[info!.name] = `file:${join(tarballs, info!.filename)}`;
+      const [info] = JSON.parse(stdout) as [{ name: string; filename: string }];
+      packed[info.name] = `file:${join(tarballs, info.filename)}`;
     }
     const installed = Object.fromEntries(INSTALLED.map((name) => [`@channelkit/${name}`, packed[`@channelkit/${name}`] as string]));
     await writeFile(

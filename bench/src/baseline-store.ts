@@ -119,7 +119,10 @@ function runValues({ conversation, run }: StoredRun): unknown[] {
  */
 function sqliteStatement<Row>(db: Database.Database, text: string) {
   const order: number[] = [];
-  const statement = db.prepare(text.replace(/\$(\d+)/g, (_, n: string) => (order.push(Number(n) - 1), "?")));
+  const statement = db.prepare(text.replace(/\$(\d+)/g, (_, n: string) => {
+    order.push(Number(n) - 1);
+    return "?";
+  }));
   const bind = (values: unknown[]) => order.map((i) => values[i]);
   return {
     get: (...values: unknown[]) => statement.get(...bind(values)) as Row | undefined,

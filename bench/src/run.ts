@@ -108,7 +108,13 @@ process.once("SIGINT", () => {
 function tracked(store: PreparedStore): PreparedStore {
   undisposed.add(store);
   const dispose = store.dispose;
-  return { ...store, dispose: () => (undisposed.delete(store), dispose()) };
+  return {
+    ...store,
+    dispose: () => {
+      undisposed.delete(store);
+      return dispose();
+    },
+  };
 }
 
 async function prepareSqlite(): Promise<PreparedStore> {

@@ -8,7 +8,7 @@ type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; o
 
 /** Parses a command's arguments strictly: an unknown option is a usage error, not ignored. */
 export function parse<O extends Options>(args: string[], options: O, positionals = 0): Parsed<O> {
-  let parsed;
+  let parsed: Parsed<O>;
   try {
     parsed = parseArgs({ args, options: { db: { type: "string" }, ...options }, allowPositionals: positionals > 0, strict: true });
   } catch (error) {

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 /** The monorepo's root. */
 export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** The built command. */
-export const BIN = join(ROOT, "packages/cli/dist/bin.js");
+const BIN = join(ROOT, "packages/cli/dist/bin.js");
 
 /** The packages the binary runs on, in build order. */
 const BUILT_PACKAGES = ["core", "kysely", "node", "cli"];
@@ -91,7 +91,7 @@ function start(args: string[], env: Record<string, string | undefined>): { child
 }
 
 /** The outcome of one `channelkit` command run to its end. */
-export interface CliResult {
+interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;

@@ -12,7 +12,8 @@ let load: NodeJS.Require | undefined;
  * worker thread) `import.meta.url` is empty and the bundle's own `require` is used.
  */
 function requireHere(): NodeJS.Require {
-  return (load ??= typeof import.meta.url === "string" ? createRequire(import.meta.url) : require);
+  load ??= typeof import.meta.url === "string" ? createRequire(import.meta.url) : require;
+  return load;
 }
 
 let sqliteDriver: typeof BetterSqlite3 | undefined;
@@ -20,12 +21,14 @@ let postgresDriver: typeof pg | undefined;
 
 /** better-sqlite3, which `sqlite()` needs. */
 export function betterSqlite3(): typeof BetterSqlite3 {
-  return (sqliteDriver ??= loadDriver<typeof BetterSqlite3>("better-sqlite3", "sqlite()"));
+  sqliteDriver ??= loadDriver<typeof BetterSqlite3>("better-sqlite3", "sqlite()");
+  return sqliteDriver;
 }
 
 /** pg, which `postgres()` needs. */
 export function pgDriver(): typeof pg {
-  return (postgresDriver ??= loadDriver<typeof pg>("pg", "postgres()"));
+  postgresDriver ??= loadDriver<typeof pg>("pg", "postgres()");
+  return postgresDriver;
 }
 
 /**

@@ -80,21 +80,6 @@ export function keyToRow(key: ApiKeyRecord): ApiKeysTable {
   };
 }
 
-export function rowToKey(row: Selectable<ApiKeysTable>): ApiKeyRecord {
-  return {
-    id: row.id,
-    channelId: row.channel_id,
-    tenantId: row.tenant_id,
-    hash: row.hash,
-    prefix: row.prefix,
-    environment: row.environment as Environment,
-    hint: row.hint,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at,
-    revokedAt: row.revoked_at,
-  };
-}
-
 export function rowToConversation(row: Selectable<ConversationsTable>): ConversationRecord {
   return {
     id: row.id,

@@ -64,7 +64,7 @@ export async function withMigrationLock(db: Kysely<any>, run: (db: Kysely<any>) 
 const LOCK_KEY = -437259654570309338n;
 
 /** Longest a process waits for another's migration, in ms. */
-export const LOCK_WAIT_MS = 120_000;
+const LOCK_WAIT_MS = 120_000;
 
 /** Interval between two attempts to take the lock, in ms. */
 const LOCK_POLL_MS = 50;

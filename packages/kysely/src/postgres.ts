@@ -3,7 +3,6 @@ import {
   Kysely,
   type PostgresCursor,
   PostgresDialect,
-  type PostgresPool,
   type PostgresPoolClient,
   type PostgresQueryResult,
 } from "kysely";

@@ -14,7 +14,7 @@ export interface Database {
   runs: RunsTable;
 }
 
-export interface TenantsTable {
+interface TenantsTable {
   id: string;
   name: string;
   created_at: string;

@@ -69,7 +69,7 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Exe
 }
 
 /** Makes the rows of a statement that returns {@link RowMaker.width} columns. */
-export interface RowMaker {
+interface RowMaker {
   width: number;
   make(values: readonly unknown[]): Record<string, unknown>;
 }

@@ -20,7 +20,9 @@ describe("NodeRequestHeaders", () => {
     expect(node.get("x-many")).toBe("a, b");
     const entries = (headers: { forEach(callback: (value: string, name: string) => void): void }) => {
       const seen: [string, string][] = [];
-      headers.forEach((value, name) => seen.push([name, value]));
+      headers.forEach((value, name) => {
+        seen.push([name, value]);
+      });
       return seen;
     };
     expect(entries(node)).toEqual(entries(web));

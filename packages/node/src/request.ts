@@ -74,7 +74,8 @@ export class NodeIncomingRequest implements IncomingRequest {
 
   /** The request's headers, as received. */
   get headers(): RequestHeaders {
-    return (this.#headers ??= new NodeRequestHeaders(this.#req));
+    this.#headers ??= new NodeRequestHeaders(this.#req);
+    return this.#headers;
   }
 
   /** The body as a Web stream, made on first access (like a Request's, the same stream each time). */

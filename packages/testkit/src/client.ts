@@ -34,7 +34,7 @@ export interface RequestOptions {
 }
 
 /** The execute response document (`stream` false). */
-export interface RunDocument {
+interface RunDocument {
   run_id: string;
   conversation_id: string;
   status: "success" | "error" | "pending" | "cancelled";
@@ -76,7 +76,7 @@ export interface HistoryMessage {
 }
 
 /** The history response. */
-export interface HistoryDocument {
+interface HistoryDocument {
   session_id: string;
   messages: HistoryMessage[];
   total_messages: number;

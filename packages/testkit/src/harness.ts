@@ -12,7 +12,7 @@ export interface TestChannel {
 }
 
 /** What a test may ask of a new channel; the tenant is created unless given. */
-export type ChannelSpec = Omit<CreateChannelInput, "tenantId"> & { tenantId?: string };
+type ChannelSpec = Omit<CreateChannelInput, "tenantId"> & { tenantId?: string };
 
 /**
  * One running target shared by the tests of a `describe` block: started before its first

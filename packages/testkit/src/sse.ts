@@ -6,7 +6,7 @@ import { execute, type RequestOptions } from "./client.js";
 import type { Harness } from "./harness.js";
 
 /** A whole SSE body: the raw text (for framing checks) and its events, in order. */
-export interface SseBody {
+interface SseBody {
   raw: string;
   events: UIStreamEvent[];
 }

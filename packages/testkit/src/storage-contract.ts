@@ -525,7 +525,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const c = await conversation();
         const step = async (options: Partial<CompleteOptions>) => {
           const run = c.run("u");
-          const ticket = await storage.beginRun(run.begin(0, { isNew: c.started ? false : true }));
+          const ticket = await storage.beginRun(run.begin(0, { isNew: !c.started }));
           c.started = true;
           await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: ["a"], seconds: 1, ...options }));
           return storage.findConversation(c.id);
@@ -580,11 +580,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const stored = await storage.completeRun(input);
         expect(stored).toEqual(expected);
         // What was written and what was returned are not what is stored.
-        (input.messages[0]?.toolCalls as unknown[]).push("changed");
-        (stored[0]?.toolCalls as unknown[]).push("changed");
+        toolCallsOf(input.messages[0]).push("changed");
+        toolCallsOf(stored[0]).push("changed");
         const read = await storage.listRecentMessages(c.id, 10);
         expect(read.slice(1)).toEqual(expected);
-        (read[1]?.toolCalls as unknown[]).push("changed");
+        toolCallsOf(read[1]).push("changed");
         expect((await storage.listRecentMessages(c.id, 10)).slice(1)).toEqual(expected);
       });
 
@@ -844,4 +844,10 @@ function newMessage(content: string, role: NewMessage["role"], runId: string | n
     livechatMessageId: null,
     sender: null,
   };
+}
+
+/** The tool calls of `message`, which must have some: a test changes them to show they are a copy. */
+function toolCallsOf(message: Pick<NewMessage, "toolCalls"> | undefined): unknown[] {
+  if (!message?.toolCalls) throw new Error("expected a message with tool calls");
+  return message.toolCalls;
 }

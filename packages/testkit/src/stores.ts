@@ -45,7 +45,10 @@ export async function memoryTestStore(): Promise<TestStore> {
   const expired = new Map<string, string>();
   const remember = (channelId: string, hash: string) => {
     let hashes = hashesOf.get(channelId);
-    if (!hashes) hashesOf.set(channelId, (hashes = new Set()));
+    if (!hashes) {
+      hashes = new Set();
+      hashesOf.set(channelId, hashes);
+    }
     hashes.add(hash);
   };
   const storage: Storage = {

@@ -42,7 +42,7 @@ export interface ChannelAdmin {
 }
 
 /** A new signing secret: 256 random bits in base62. */
-export function generateSigningSecret(): string {
+function generateSigningSecret(): string {
   return `svc_sig_${randomBase62(43)}`;
 }
 

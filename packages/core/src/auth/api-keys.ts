@@ -4,7 +4,7 @@ import { sha256Hex, timingSafeEqual } from "./encoding.js";
 /** The three key kinds of the contract. */
 export const KEY_PREFIXES = ["svc_live_", "svc_test_", "svc_pub_"] as const;
 /** A key's prefix, which tells its kind. */
-export type KeyPrefix = (typeof KEY_PREFIXES)[number];
+type KeyPrefix = (typeof KEY_PREFIXES)[number];
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /** 43 base62 characters carry 256 bits, the entropy of 32 random bytes. */

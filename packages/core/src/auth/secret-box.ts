@@ -25,7 +25,7 @@ export function createSecretBox(masterKeyHex: string): SecretBox {
 /** {@link createSecretBox} with node:crypto or, when `native` is undefined, Web Crypto only. */
 export function secretBoxWith(masterKeyHex: string, native: NativeCrypto | undefined): SecretBox {
   const raw = fromHex(masterKeyHex.trim());
-  if (!raw || raw.length !== 32) {
+  if (raw?.length !== 32) {
     throw new TypeError("The master key (CHANNELKIT_SECRET_KEY) must be 32 bytes written as 64 hexadecimal characters.");
   }
   const key = crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);

@@ -32,11 +32,6 @@ export const ERROR_CODES = {
 /** A machine-readable error code of the contract. */
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The HTTP status for an error code. */
-export function statusOf(code: ErrorCode): number {
-  return ERROR_CODES[code].status;
-}
-
 /**
  * An expected failure of a request, carried as a value up to the router, which turns it
  * into the `{ error: { code, message } }` envelope with the status of the code table.

@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode, ServiceError } from "./errors.js";
+import { ERROR_CODES, type ErrorCode, type ServiceError } from "./errors.js";
 import type { Reply } from "./reply.js";
 
 /** A JSON reply. Its body is one string, so an adapter sends it in one write with its length. */
@@ -13,7 +13,7 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** The contract's error envelope: `{ error: { code, message } }`, plus `details` for validation. */
-export function errorBody(code: ErrorCode, message: string = ERROR_CODES[code].message, details?: unknown) {
+function errorBody(code: ErrorCode, message: string = ERROR_CODES[code].message, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
 

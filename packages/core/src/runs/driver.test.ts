@@ -8,7 +8,6 @@ import type { ChannelRecord, RunConversation, Storage } from "../storage/types.j
 import { RunAbort } from "./abort.js";
 import { claimOf, driveRun, type TextPart } from "./driver.js";
 import { RunLifecycle } from "./lifecycle.js";
-import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
 
 const silent = { warn: () => undefined, error: () => undefined };
@@ -69,6 +68,7 @@ const failing = defineFlow({
 
 const throwsString = defineFlow({
   name: "throws-string",
+  // biome-ignore lint/correctness/useYield: a flow that fails before its first part
   async *run(): AsyncGenerator<never, unknown, void> {
     throw "plain string";
   },
@@ -268,10 +268,11 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
   });
   const finished = (async () => {
     const parts: TextPart[] = [];
-    let next: IteratorResult<TextPart, RunOutcome>;
-    while (!(next = await generator.next()).done) {
+    let next = await generator.next();
+    while (!next.done) {
       parts.push(next.value);
       options.onPart?.(next.value, parts.length - 1);
+      next = await generator.next();
     }
     const outcome = next.value;
     const messages = await storage.listRecentMessages(conversation.id, 1000);

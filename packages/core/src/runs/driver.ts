@@ -27,7 +27,7 @@ export interface RunSteps {
 }
 
 /** Everything one run needs; the driver owns nothing else. */
-export interface RunInput {
+interface RunInput {
   flow: Flow;
   channel: ChannelRecord;
   runId: string;

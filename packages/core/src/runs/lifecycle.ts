@@ -5,7 +5,7 @@ import { RunAbort } from "./abort.js";
 import { isoTimestamp } from "./timestamp.js";
 
 /** A run holding its conversation's turn, whose lease the lifecycle renews. */
-export interface HeldTurn {
+interface HeldTurn {
   storage: Storage;
   runId: string;
   conversationId: string;
@@ -15,7 +15,7 @@ export interface HeldTurn {
 }
 
 /** Settings of a service's {@link RunLifecycle}. */
-export interface RunLifecycleOptions {
+interface RunLifecycleOptions {
   logger: Logger;
   /** How long a run holds its conversation's turn without renewing it, in ms. */
   leaseMs: number;
@@ -137,11 +137,14 @@ export class RunLifecycle {
   async awaitTurn(conversationId: string, attempt: number, abort: RunAbort): Promise<void> {
     const ms = Math.min(MAX_POLL_MS, MIN_POLL_MS * 2 ** attempt);
     let waiting = this.#waiting.get(conversationId);
-    if (!waiting) this.#waiting.set(conversationId, (waiting = new Set()));
+    if (!waiting) {
+      waiting = new Set();
+      this.#waiting.set(conversationId, waiting);
+    }
     const set = waiting;
-    let wake = () => undefined as void;
+    let wake: () => void = () => {};
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let unlisten = () => undefined as void;
+    let unlisten: () => void = () => {};
     await new Promise<void>((resolve) => {
       wake = resolve;
       set.add(wake);

@@ -11,7 +11,7 @@ export type TextPart =
   | { type: "text-end"; id: string };
 
 /** Who a transcript belongs to, and whether its parts are wanted. */
-export interface TranscriptOptions {
+interface TranscriptOptions {
   runId: string;
   estimateTokens: TokenEstimator;
   /**

@@ -20,7 +20,7 @@ export type UIStreamEvent =
   | { type: "error"; errorText: string };
 
 /** One SSE frame: a `data:` line and a blank line. */
-export function sseFrame(event: UIStreamEvent): string {
+function sseFrame(event: UIStreamEvent): string {
   return `data: ${JSON.stringify(event)}\n\n`;
 }
 
@@ -28,7 +28,7 @@ export function sseFrame(event: UIStreamEvent): string {
  * The stream's last event: `finish` for a run that completed (also when the flow paused),
  * `error` for a flow error.
  */
-export function closingEvent(outcome: RunOutcome): UIStreamEvent {
+function closingEvent(outcome: RunOutcome): UIStreamEvent {
   if (outcome.status === "error") return { type: "error", errorText: outcome.error ?? "The flow failed." };
   return { type: "finish", finishReason: "stop" };
 }

@@ -7,9 +7,9 @@
 /** Deployment environment of a channel; keys carry the one they were created for. */
 export type Environment = "prod" | "dev" | "staging";
 /** Lifecycle state of a channel. */
-export type ChannelState = "active" | "inactive" | "archived";
+type ChannelState = "active" | "inactive" | "archived";
 /** Channel types; only `api` channels serve the API routes. */
-export type ChannelType = "api" | "webhook";
+type ChannelType = "api" | "webhook";
 /** Server-to-server (`svc_live_`/`svc_test_` keys) or client-to-server (`svc_pub_` keys). */
 export type ChannelMode = "server" | "public";
 /** Outcome of a run. */

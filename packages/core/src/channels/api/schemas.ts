@@ -16,9 +16,6 @@ export const executeRequestSchema = z.object({
   stream: z.boolean({ error: "stream must be a boolean" }).optional(),
 });
 
-/** A parsed execute request. */
-export type ExecuteRequest = z.infer<typeof executeRequestSchema>;
-
 const integerParam = (name: string, min: number, max: number, fallback: number) =>
   z
     .string()
