@@ -156,7 +156,9 @@ describe("the packed packages, installed in a new app", () => {
     expect(stdout.split("\n")).toEqual(expect.arrayContaining(["package/README.md", "package/bin/channelkit.js", "package/dist/index.d.ts"]));
     for (const name of PACKAGES) {
       const { stdout: files } = await run("tar", ["-tzf", join(dir, "tarballs", `channelkit-${name}-0.0.0.tgz`)]);
-      expect(files.split("\n"), name).toEqual(expect.arrayContaining(["package/README.md", "package/package.json", "package/dist/index.js", "package/dist/index.d.ts"]));
+      expect(files.split("\n"), name).toEqual(
+        expect.arrayContaining(["package/README.md", "package/package.json", "package/dist/index.js", "package/dist/index.d.ts"]),
+      );
     }
   });
 

@@ -91,11 +91,30 @@ function verifySignature(header: string | undefined, sealed: string | null, body
 const frame = (event: unknown) => `data: ${JSON.stringify(event)}\n\n`;
 const tokens = (content: string) => Math.ceil(content.length / 4);
 
-function message(conversationId: string, turn: number, role: string, content: string, at: string, runId: string, step: { id: string; type: string } | null): NewMessageRow {
+function message(
+  conversationId: string,
+  turn: number,
+  role: string,
+  content: string,
+  at: string,
+  runId: string,
+  step: { id: string; type: string } | null,
+): NewMessageRow {
   return {
-    conversation_id: conversationId, turn_index: turn, origin: "agent", role, content, timestamp: at,
-    token_count: tokens(content), run_id: runId, step_id: step?.id ?? null, node_type: step?.type ?? null,
-    tool_calls: null, tool_call_id: null, livechat_message_id: null, sender: null,
+    conversation_id: conversationId,
+    turn_index: turn,
+    origin: "agent",
+    role,
+    content,
+    timestamp: at,
+    token_count: tokens(content),
+    run_id: runId,
+    step_id: step?.id ?? null,
+    node_type: step?.type ?? null,
+    tool_calls: null,
+    tool_call_id: null,
+    livechat_message_id: null,
+    sender: null,
   };
 }
 
@@ -127,11 +146,29 @@ async function execute(req: IncomingMessage, res: ServerResponse): Promise<void>
     const completedAt = new Date();
     const at = completedAt.toISOString();
     return {
-      conversation: { id: conversationId, tenant_id: channel.tenant_id, channel_id: channel.id, flow_state: slow ? "null" : '{"turn":1}', next_turn: 2, at: startedAt.toISOString() },
-      messages: [message(conversationId, 0, "user", payload, startedAt.toISOString(), runId, null), message(conversationId, 1, "assistant", content, at, runId, { id: stepId, type: channel.flow_name })],
+      conversation: {
+        id: conversationId,
+        tenant_id: channel.tenant_id,
+        channel_id: channel.id,
+        flow_state: slow ? "null" : '{"turn":1}',
+        next_turn: 2,
+        at: startedAt.toISOString(),
+      },
+      messages: [
+        message(conversationId, 0, "user", payload, startedAt.toISOString(), runId, null),
+        message(conversationId, 1, "assistant", content, at, runId, { id: stepId, type: channel.flow_name }),
+      ],
       run: {
-        id: runId, status, flow_name: channel.flow_name, flow_version: "1", result: status === "success" ? JSON.stringify(result) : null, error: null,
-        execution_order: `["${channel.flow_name}"]`, started_at: startedAt.toISOString(), completed_at: at, duration_ms: completedAt.getTime() - startedAt.getTime(),
+        id: runId,
+        status,
+        flow_name: channel.flow_name,
+        flow_version: "1",
+        result: status === "success" ? JSON.stringify(result) : null,
+        error: null,
+        execution_order: `["${channel.flow_name}"]`,
+        started_at: startedAt.toISOString(),
+        completed_at: at,
+        duration_ms: completedAt.getTime() - startedAt.getTime(),
       },
     };
   };
@@ -148,8 +185,15 @@ async function execute(req: IncomingMessage, res: ServerResponse): Promise<void>
         error: null,
         messages: [{ role: "assistant", content: reply }],
         metadata: {
-          channel_id: channel.id, flow_id: FLOW_ID, flow_name: channel.flow_name, flow_version: "1", environment: channel.environment,
-          execution_order: [channel.flow_name], started_at: stored.run.started_at, completed_at: stored.run.completed_at, livechat_mode: null,
+          channel_id: channel.id,
+          flow_id: FLOW_ID,
+          flow_name: channel.flow_name,
+          flow_version: "1",
+          environment: channel.environment,
+          execution_order: [channel.flow_name],
+          started_at: stored.run.started_at,
+          completed_at: stored.run.completed_at,
+          livechat_mode: null,
         },
       },
       usage: { total_nodes: 1, duration_ms: stored.run.duration_ms },
@@ -199,10 +243,19 @@ async function execute(req: IncomingMessage, res: ServerResponse): Promise<void>
 
 function historyEntry(m: MessageRow) {
   return {
-    origin: m.origin, role: m.role, content: m.content, timestamp: m.timestamp, turn_index: Number(m.turn_index),
-    token_count: Number(m.token_count), run_id: m.run_id, step_id: m.step_id, node_type: m.node_type,
-    tool_calls: m.tool_calls === null ? null : JSON.parse(m.tool_calls), tool_call_id: m.tool_call_id,
-    livechat_message_id: m.livechat_message_id, sender: m.sender,
+    origin: m.origin,
+    role: m.role,
+    content: m.content,
+    timestamp: m.timestamp,
+    turn_index: Number(m.turn_index),
+    token_count: Number(m.token_count),
+    run_id: m.run_id,
+    step_id: m.step_id,
+    node_type: m.node_type,
+    tool_calls: m.tool_calls === null ? null : JSON.parse(m.tool_calls),
+    tool_call_id: m.tool_call_id,
+    livechat_message_id: m.livechat_message_id,
+    sender: m.sender,
   };
 }
 
@@ -245,7 +298,9 @@ const server = createServer((req, res) => {
     work = execute(req, res);
   } else {
     const match = req.method === "GET" ? HISTORY_PATH.exec(path) : null;
-    work = match ? history(req, res, decodeURIComponent(match[1] as string), new URLSearchParams(q < 0 ? "" : url.slice(q + 1))) : Promise.reject(new Refusal(404, "not_found"));
+    work = match
+      ? history(req, res, decodeURIComponent(match[1] as string), new URLSearchParams(q < 0 ? "" : url.slice(q + 1)))
+      : Promise.reject(new Refusal(404, "not_found"));
   }
   work.catch((error: unknown) => {
     if (res.headersSent) return void res.destroy();

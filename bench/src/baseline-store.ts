@@ -101,15 +101,38 @@ const INSERT_RUN = `INSERT INTO runs (id, conversation_id, channel_id, tenant_id
 
 function messageValues(m: NewMessageRow): unknown[] {
   return [
-    m.conversation_id, m.turn_index, m.origin, m.role, m.content, m.timestamp, m.token_count, m.run_id, m.step_id,
-    m.node_type, m.tool_calls, m.tool_call_id, m.livechat_message_id, m.sender,
+    m.conversation_id,
+    m.turn_index,
+    m.origin,
+    m.role,
+    m.content,
+    m.timestamp,
+    m.token_count,
+    m.run_id,
+    m.step_id,
+    m.node_type,
+    m.tool_calls,
+    m.tool_call_id,
+    m.livechat_message_id,
+    m.sender,
   ];
 }
 
 function runValues({ conversation, run }: StoredRun): unknown[] {
   return [
-    run.id, conversation.id, conversation.channel_id, conversation.tenant_id, run.status, run.flow_name, run.flow_version,
-    run.result, run.error, run.execution_order, run.started_at, run.completed_at, run.duration_ms,
+    run.id,
+    conversation.id,
+    conversation.channel_id,
+    conversation.tenant_id,
+    run.status,
+    run.flow_name,
+    run.flow_version,
+    run.result,
+    run.error,
+    run.execution_order,
+    run.started_at,
+    run.completed_at,
+    run.duration_ms,
   ];
 }
 
@@ -119,10 +142,12 @@ function runValues({ conversation, run }: StoredRun): unknown[] {
  */
 function sqliteStatement<Row>(db: Database.Database, text: string) {
   const order: number[] = [];
-  const statement = db.prepare(text.replace(/\$(\d+)/g, (_, n: string) => {
-    order.push(Number(n) - 1);
-    return "?";
-  }));
+  const statement = db.prepare(
+    text.replace(/\$(\d+)/g, (_, n: string) => {
+      order.push(Number(n) - 1);
+      return "?";
+    }),
+  );
   const bind = (values: unknown[]) => order.map((i) => values[i]);
   return {
     get: (...values: unknown[]) => statement.get(...bind(values)) as Row | undefined,

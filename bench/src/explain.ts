@@ -51,26 +51,73 @@ export async function explainRequestPath(store: StoreKind, location: string, see
     const at = new Date().toISOString();
     const conversation = { id: crypto.randomUUID(), tenantId: found.channel.tenantId, channelId: found.channel.id, isNew: true };
     const message = (runId: string, role: "user" | "assistant") =>
-      ({ origin: "agent", role, content: "plan", timestamp: at, tokenCount: 1, runId, stepId: null, nodeType: null, toolCalls: null, toolCallId: null, livechatMessageId: null, sender: null }) as const;
+      ({
+        origin: "agent",
+        role,
+        content: "plan",
+        timestamp: at,
+        tokenCount: 1,
+        runId,
+        stepId: null,
+        nodeType: null,
+        toolCalls: null,
+        toolCallId: null,
+        livechatMessageId: null,
+        sender: null,
+      }) as const;
     for (const isNew of [true, false]) {
       const runId = crypto.randomUUID();
       const run = {
-        id: runId, conversationId: conversation.id, channelId: found.channel.id, tenantId: found.channel.tenantId, status: "running" as const,
-        flowName: "echo", flowVersion: "1", result: null, error: null, executionOrder: ["echo"], startedAt: at, completedAt: at, durationMs: 0,
+        id: runId,
+        conversationId: conversation.id,
+        channelId: found.channel.id,
+        tenantId: found.channel.tenantId,
+        status: "running" as const,
+        flowName: "echo",
+        flowVersion: "1",
+        result: null,
+        error: null,
+        executionOrder: ["echo"],
+        startedAt: at,
+        completedAt: at,
+        durationMs: 0,
       };
       const which = isNew ? "new conversation" : "existing conversation";
       operation = `execute (${which}): beginRun`;
       const begun = await storage.beginRun({ conversation: { ...conversation, isNew }, run, userMessage: message(runId, "user"), now: at, leaseUntil: at });
       operation = `execute (${which}): completeRun`;
       await storage.completeRun({
-        run: { ...run, status: "success" }, conversation: { ...conversation, isNew }, ticket: begun.ticket, claimed: true,
-        messages: [message(runId, "assistant")], claimUntil: at,
+        run: { ...run, status: "success" },
+        conversation: { ...conversation, isNew },
+        ticket: begun.ticket,
+        claimed: true,
+        messages: [message(runId, "assistant")],
+        claimUntil: at,
       });
     }
     operation = "waiting run: claimTurn";
     await storage.claimTurn({
-      conversation: { ...conversation, isNew: false }, ticket: 99, now: at, leaseUntil: at, claimUntil: at, userMessage: message(crypto.randomUUID(), "user"),
-      run: { id: crypto.randomUUID(), conversationId: conversation.id, channelId: found.channel.id, tenantId: found.channel.tenantId, status: "running", flowName: "echo", flowVersion: "1", result: null, error: null, executionOrder: [], startedAt: at, completedAt: at, durationMs: 0 },
+      conversation: { ...conversation, isNew: false },
+      ticket: 99,
+      now: at,
+      leaseUntil: at,
+      claimUntil: at,
+      userMessage: message(crypto.randomUUID(), "user"),
+      run: {
+        id: crypto.randomUUID(),
+        conversationId: conversation.id,
+        channelId: found.channel.id,
+        tenantId: found.channel.tenantId,
+        status: "running",
+        flowName: "echo",
+        flowVersion: "1",
+        result: null,
+        error: null,
+        executionOrder: [],
+        startedAt: at,
+        completedAt: at,
+        durationMs: 0,
+      },
     });
 
     const plans: QueryPlan[] = [];

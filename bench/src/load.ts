@@ -55,7 +55,12 @@ export async function requestLoad(options: LoadOptions, requests: RequestSpec[])
     url: options.baseUrl,
     connections: options.connections,
     duration: options.durationS,
-    requests: requests.map((spec) => ({ method: spec.method, path: spec.path, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }) })),
+    requests: requests.map((spec) => ({
+      method: spec.method,
+      path: spec.path,
+      headers: spec.headers,
+      ...(spec.body === undefined ? {} : { body: spec.body }),
+    })),
   });
   const statusCounts = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {};
   let expected = 0;

@@ -99,7 +99,10 @@ export function inclusiveTimes(path: string, pattern: RegExp, top = 40): { name:
       totals.set(k, (totals.get(k) ?? 0) + time);
     }
   }
-  return [...totals].sort((a, b) => b[1] - a[1]).slice(0, top).map(([name, totalMs]) => ({ name, totalMs }));
+  return [...totals]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([name, totalMs]) => ({ name, totalMs }));
 }
 
 export function printProfile(summary: ProfileSummary, path: string): void {

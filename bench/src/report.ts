@@ -94,12 +94,14 @@ export function summarize(runs: Measurement[]): Summary {
  */
 export function ratioOf(rounds: Record<ServerKind, Measurement[]>): Summary {
   const paired = (pick: (m: Measurement) => number | undefined) =>
-    median(rounds.channelkit.map((c, i) => {
-      const b = rounds.baseline[i];
-      const cv = pick(c);
-      const bv = b === undefined ? undefined : pick(b);
-      return cv === undefined || bv === undefined ? Number.NaN : cv / bv;
-    }));
+    median(
+      rounds.channelkit.map((c, i) => {
+        const b = rounds.baseline[i];
+        const cv = pick(c);
+        const bv = b === undefined ? undefined : pick(b);
+        return cv === undefined || bv === undefined ? Number.NaN : cv / bv;
+      }),
+    );
   const ratio: Summary = { rps: paired((m) => m.rps), p50: paired((m) => m.p50), p99: paired((m) => m.p99) };
   if (rounds.channelkit.some((m) => m.ttfeP50 !== undefined)) {
     ratio.ttfeP50 = paired((m) => m.ttfeP50);
@@ -139,11 +141,15 @@ export function toMarkdown(results: Results): string {
   const requests = results.scenarios.filter((s) => s.mode === "request");
   if (requests.length > 0) {
     lines.push("## Request/response", "");
-    lines.push("| store | scenario | baseline req/s | channelkit req/s | ratio | baseline p50 / p99 | channelkit p50 / p99 | p50 ratio | server CPU µs/req, baseline / channelkit | CPU ratio |");
+    lines.push(
+      "| store | scenario | baseline req/s | channelkit req/s | ratio | baseline p50 / p99 | channelkit p50 / p99 | p50 ratio | server CPU µs/req, baseline / channelkit | CPU ratio |",
+    );
     lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const s of requests) {
       const { baseline: b, channelkit: c } = s.median;
-      lines.push(`| ${s.store} | ${s.title} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${x(s.ratio.p50)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`);
+      lines.push(
+        `| ${s.store} | ${s.title} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${x(s.ratio.p50)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
+      );
     }
     lines.push("");
   }
@@ -151,7 +157,9 @@ export function toMarkdown(results: Results): string {
   const streams = results.scenarios.filter((s) => s.mode === "stream");
   if (streams.length > 0) {
     lines.push("## Streaming (time to the first `data:` frame and to the end of the stream)", "");
-    lines.push("| store | connections | baseline streams/s | channelkit streams/s | ratio | first event p50 / p99, baseline | first event p50 / p99, channelkit | first event p50 ratio | end p50 / p99, baseline | end p50 / p99, channelkit | server CPU µs/stream, baseline / channelkit | CPU ratio |");
+    lines.push(
+      "| store | connections | baseline streams/s | channelkit streams/s | ratio | first event p50 / p99, baseline | first event p50 / p99, channelkit | first event p50 ratio | end p50 / p99, baseline | end p50 / p99, channelkit | server CPU µs/stream, baseline / channelkit | CPU ratio |",
+    );
     lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const s of streams) {
       const { baseline: b, channelkit: c } = s.median;
@@ -168,7 +176,9 @@ export function toMarkdown(results: Results): string {
     lines.push("| store | query | p50, 100 messages | p50, 10,000 messages | p50 ratio | req/s, 100 | req/s, 10,000 | cost ratio (req/s 100 ÷ 10,000) |");
     lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const h of history) {
-      lines.push(`| ${h.store} | ${h.query} | ${ms(h.small.p50)} | ${ms(h.large.p50)} | ${x(h.large.p50 / h.small.p50)} | ${rate(h.small.rps)} | ${rate(h.large.rps)} | ${x(h.small.rps / h.large.rps)} |`);
+      lines.push(
+        `| ${h.store} | ${h.query} | ${ms(h.small.p50)} | ${ms(h.large.p50)} | ${x(h.large.p50 / h.small.p50)} | ${rate(h.small.rps)} | ${rate(h.large.rps)} | ${x(h.small.rps / h.large.rps)} |`,
+      );
     }
     lines.push("");
   }
@@ -200,7 +210,9 @@ export function toMarkdown(results: Results): string {
     if (!plans) continue;
     lines.push(`## Query plans on ${store} (channelkit's own statements, captured from its storage)`, "");
     for (const plan of plans) {
-      lines.push(`- ${plan.operation}${plan.scans ? " — **scan or sort**" : ""}: \`${plan.sql.replace(/\s+/g, " ").slice(0, 160)}${plan.sql.length > 160 ? "…" : ""}\``);
+      lines.push(
+        `- ${plan.operation}${plan.scans ? " — **scan or sort**" : ""}: \`${plan.sql.replace(/\s+/g, " ").slice(0, 160)}${plan.sql.length > 160 ? "…" : ""}\``,
+      );
       for (const line of plan.plan.length > 0 ? plan.plan : ["(no table access)"]) lines.push(`  - \`${line.trim()}\``);
     }
     lines.push("");
@@ -260,7 +272,11 @@ export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
   for (const [store, plans] of Object.entries(results.plans)) {
     if (!plans) continue;
     const scanning = plans.filter((p) => p.scans).map((p) => p.operation);
-    targets.push({ name: `no table scan or sort on the request path (${store} query plans)`, measured: scanning.length === 0 ? "index lookups only" : `scans: ${scanning.join(", ")}`, met: scanning.length === 0 });
+    targets.push({
+      name: `no table scan or sort on the request path (${store} query plans)`,
+      measured: scanning.length === 0 ? "index lookups only" : `scans: ${scanning.join(", ")}`,
+      met: scanning.length === 0,
+    });
   }
   for (const m of results.memory) {
     targets.push({

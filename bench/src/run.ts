@@ -152,7 +152,12 @@ async function measure(scenario: Scenario, server: ServerProcess, data: Seed, du
 /** Shapes of a JSON value (keys and types), to check the baseline answers what channelkit answers. */
 function shape(value: unknown): unknown {
   if (Array.isArray(value)) return value.length === 0 ? [] : [shape(value[0])];
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, shape(v)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, shape(v)]),
+    );
   return value === null ? "null" : typeof value;
 }
 
@@ -160,7 +165,10 @@ async function answer(server: ServerProcess, spec: RequestSpec): Promise<{ statu
   const response = await fetch(server.url + spec.path, { method: spec.method, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }) });
   const body = await response.text();
   if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
-    const events = body.split("\n\n").filter((f) => f.startsWith("data: ")).map((f) => JSON.parse(f.slice(6)) as { type: string });
+    const events = body
+      .split("\n\n")
+      .filter((f) => f.startsWith("data: "))
+      .map((f) => JSON.parse(f.slice(6)) as { type: string });
     return { status: response.status, summary: events.map((e) => e.type).join(","), body };
   }
   return { status: response.status, summary: JSON.stringify(shape(JSON.parse(body))), body };
@@ -173,10 +181,15 @@ async function checkEquivalence(servers: Record<ServerKind, ServerProcess>, data
     const b = await answer(servers.baseline, spec);
     const c = await answer(servers.channelkit, spec);
     if (b.status !== scenario.expectStatus || c.status !== scenario.expectStatus) {
-      throw new Error(`bench: ${scenario.id}: expected ${scenario.expectStatus}, baseline answered ${b.status} (${b.body.slice(0, 200)}), channelkit ${c.status} (${c.body.slice(0, 200)})`);
+      throw new Error(
+        `bench: ${scenario.id}: expected ${scenario.expectStatus}, baseline answered ${b.status} (${b.body.slice(0, 200)}), channelkit ${c.status} (${c.body.slice(0, 200)})`,
+      );
     }
     const same = scenario.id.startsWith("history") ? b.body === c.body : b.summary === c.summary;
-    if (!same) log(`  warning: ${scenario.id}: the baseline's answer differs from channelkit's:\n    baseline   ${b.summary.slice(0, 400)}\n    channelkit ${c.summary.slice(0, 400)}`);
+    if (!same)
+      log(
+        `  warning: ${scenario.id}: the baseline's answer differs from channelkit's:\n    baseline   ${b.summary.slice(0, 400)}\n    channelkit ${c.summary.slice(0, 400)}`,
+      );
   }
 }
 
@@ -207,11 +220,16 @@ async function measureMemory(kind: ServerKind, store: StoreKind, location: strin
 const fmt = (m: Measurement) =>
   `${Math.round(m.rps).toString().padStart(6)} /s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${m.cpuUs === undefined ? "" : `  cpu ${m.cpuUs.toFixed(0)} µs/req`}${m.ttfeP50 === undefined ? "" : `  first event p50 ${m.ttfeP50.toFixed(2)} ms p99 ${(m.ttfeP99 ?? 0).toFixed(2)} ms`}${m.unexpected > 0 ? `  UNEXPECTED ${m.unexpected}/${m.total}` : ""}`;
 
-async function runStore(prepared: PreparedStore, results: { scenarios: ScenarioResult[]; memory: MemoryResult[]; plans: Partial<Record<StoreKind, QueryPlan[]>> }) {
+async function runStore(
+  prepared: PreparedStore,
+  results: { scenarios: ScenarioResult[]; memory: MemoryResult[]; plans: Partial<Record<StoreKind, QueryPlan[]>> },
+) {
   const { store, location } = prepared;
   let t = Date.now();
   const data = await seed(store, location);
-  log(`[${store}] seeded ${data.rows.apiKeys} keys, ${data.rows.conversations} conversations and ${data.rows.messages} messages in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  log(
+    `[${store}] seeded ${data.rows.apiKeys} keys, ${data.rows.conversations} conversations and ${data.rows.messages} messages in ${((Date.now() - t) / 1000).toFixed(1)} s`,
+  );
   results.plans[store] = await explainRequestPath(store, location, data);
   for (const plan of results.plans[store] ?? []) if (plan.scans) log(`  warning: ${plan.operation} scans: ${plan.plan.join(" | ")}`);
 
@@ -241,7 +259,9 @@ async function runStore(prepared: PreparedStore, results: { scenarios: ScenarioR
           memory[kind].push(m);
           const per = (m.during.heapUsed - m.before.heapUsed) / Math.max(1, m.opened) / 1024;
           const rss = (m.during.rss - m.before.rss) / Math.max(1, m.opened) / 1024;
-          log(`[${store} ${round + 1}/${settings.rounds}] memory (${m.opened}/${m.streams} streams) ${kind.padEnd(10)} heap ${per.toFixed(1)} KiB/stream, RSS ${rss.toFixed(1)} KiB/stream`);
+          log(
+            `[${store} ${round + 1}/${settings.rounds}] memory (${m.opened}/${m.streams} streams) ${kind.padEnd(10)} heap ${per.toFixed(1)} KiB/stream, RSS ${rss.toFixed(1)} KiB/stream`,
+          );
         }
       }
     }
@@ -313,7 +333,10 @@ async function profileMode(scenarioId: string): Promise<void> {
 async function floorMode(): Promise<void> {
   const variants: FloorVariant[] = ["plain", "web", "reply"];
   const label: Record<FloorVariant, string> = { plain: "node:http             ", web: "Web Request/Response  ", reply: "dispatch → Reply      " };
-  const servers = Object.fromEntries(await Promise.all(variants.map(async (v) => [v, await ServerProcess.startFloor(buildDir, v)] as const))) as Record<FloorVariant, ServerProcess>;
+  const servers = Object.fromEntries(await Promise.all(variants.map(async (v) => [v, await ServerProcess.startFloor(buildDir, v)] as const))) as Record<
+    FloorVariant,
+    ServerProcess
+  >;
   const spec: RequestSpec = { method: "POST", path: "/", headers: { "content-type": "application/json" }, body: JSON.stringify({ payload: "hello" }) };
   const results: Record<FloorVariant, Measurement[]> = { plain: [], web: [], reply: [] };
   try {
@@ -360,7 +383,9 @@ async function main(): Promise<void> {
   if (args.profile) return profileMode(args.profile);
   if (args.floor) return floorMode();
   const info = machine();
-  log(`channelkit bench${settings.quick ? " --quick" : ""}: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`);
+  log(
+    `channelkit bench${settings.quick ? " --quick" : ""}: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`,
+  );
   const skipped: string[] = [];
   const stores: StoreKind[] = args.store ? [args.store as StoreKind] : ["sqlite", "postgres"];
   const results: Omit<Results, "targets"> = { date: new Date().toISOString(), machine: info, settings, skipped, scenarios: [], memory: [], plans: {} };

@@ -76,13 +76,36 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       for (let i = offset; i < Math.min(FILLER_CHANNELS, offset + 250); i++) {
         const id = crypto.randomUUID();
         channels.push({
-          id, tenant_id: filler.id, name: null, type: "api", mode: "server", environment: "prod", state: "active",
-          flow_name: "echo", allowed_origins: "[]", default_stream: 0, require_signature: 0, signing_secret_encrypted: null,
-          api_key_hint: null, client_id: null, languages: "[]", livechat_messages: "{}", created_at: now, updated_at: now,
+          id,
+          tenant_id: filler.id,
+          name: null,
+          type: "api",
+          mode: "server",
+          environment: "prod",
+          state: "active",
+          flow_name: "echo",
+          allowed_origins: "[]",
+          default_stream: 0,
+          require_signature: 0,
+          signing_secret_encrypted: null,
+          api_key_hint: null,
+          client_id: null,
+          languages: "[]",
+          livechat_messages: "{}",
+          created_at: now,
+          updated_at: now,
         });
         keys.push({
-          id: crypto.randomUUID(), channel_id: id, tenant_id: filler.id, hash: await hashApiKey(generateApiKey("svc_live_")),
-          prefix: "svc_live_", environment: "prod", hint: "svc_live_****fill", created_at: now, expires_at: null, revoked_at: null,
+          id: crypto.randomUUID(),
+          channel_id: id,
+          tenant_id: filler.id,
+          hash: await hashApiKey(generateApiKey("svc_live_")),
+          prefix: "svc_live_",
+          environment: "prod",
+          hint: "svc_live_****fill",
+          created_at: now,
+          expires_at: null,
+          revoked_at: null,
         });
       }
       await db.insertInto("channels").values(channels).execute();
@@ -95,12 +118,23 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       await db
         .insertInto("conversations")
         .values({
-          id, tenant_id: tenant.id, channel_id: echo.channel.id, mode: "bot", flow_state: null, next_turn: messages,
-          livechat_conversation_id: null, created_at: now, updated_at: now,
+          id,
+          tenant_id: tenant.id,
+          channel_id: echo.channel.id,
+          mode: "bot",
+          flow_state: null,
+          next_turn: messages,
+          livechat_conversation_id: null,
+          created_at: now,
+          updated_at: now,
         })
         .execute();
       const rows = messageRows(id, messages, crypto.randomUUID());
-      for (let i = 0; i < rows.length; i += 500) await db.insertInto("messages").values(rows.slice(i, i + 500)).execute();
+      for (let i = 0; i < rows.length; i += 500)
+        await db
+          .insertInto("messages")
+          .values(rows.slice(i, i + 500))
+          .execute();
       return id;
     };
     const conversation100 = await conversation(100);
@@ -108,8 +142,15 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
     for (let i = 0; i < FILLER_CONVERSATIONS; i++) await conversation(FILLER_MESSAGES);
     for (let offset = 0; offset < EMPTY_CONVERSATIONS; offset += 500) {
       const rows = Array.from({ length: Math.min(500, EMPTY_CONVERSATIONS - offset) }, () => ({
-        id: crypto.randomUUID(), tenant_id: tenant.id, channel_id: template.id, mode: "bot", flow_state: null, next_turn: 0,
-        livechat_conversation_id: null, created_at: now, updated_at: now,
+        id: crypto.randomUUID(),
+        tenant_id: tenant.id,
+        channel_id: template.id,
+        mode: "bot",
+        flow_state: null,
+        next_turn: 0,
+        livechat_conversation_id: null,
+        created_at: now,
+        updated_at: now,
       }));
       await db.insertInto("conversations").values(rows).execute();
     }
@@ -124,7 +165,11 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       unknownKey: generateApiKey("svc_live_"),
       conversation100,
       conversation10k,
-      rows: { apiKeys: FILLER_CHANNELS + 3, conversations: 2 + FILLER_CONVERSATIONS + EMPTY_CONVERSATIONS, messages: 10_100 + FILLER_CONVERSATIONS * FILLER_MESSAGES },
+      rows: {
+        apiKeys: FILLER_CHANNELS + 3,
+        conversations: 2 + FILLER_CONVERSATIONS + EMPTY_CONVERSATIONS,
+        messages: 10_100 + FILLER_CONVERSATIONS * FILLER_MESSAGES,
+      },
     };
   } finally {
     await service.close();

@@ -4,7 +4,9 @@ import { UsageError } from "./usage.js";
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** What {@link parse} returns, spelled out: the shipped declarations cannot name node:util's own types. */
-type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: { db: { type: "string" } } & O; allowPositionals: boolean; strict: true }>>;
+type Parsed<O extends Options> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: { db: { type: "string" } } & O; allowPositionals: boolean; strict: true }>
+>;
 
 /** Parses a command's arguments strictly: an unknown option is a usage error, not ignored. */
 export function parse<O extends Options>(args: string[], options: O, positionals = 0): Parsed<O> {

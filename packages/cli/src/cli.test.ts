@@ -396,7 +396,10 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
     [["tenant", "create", "--name", "A", "--colour", "red"], "Unknown option '--colour'"],
     [["tenant", "create"], "--name is required"],
     [["channel", "create", "--flow", "echo"], "--tenant is required"],
-    [["channel", "create", "--tenant", "t", "--flow", "echo", "--environment", "production"], '--environment takes one of prod, dev, staging, not "production"'],
+    [
+      ["channel", "create", "--tenant", "t", "--flow", "echo", "--environment", "production"],
+      '--environment takes one of prod, dev, staging, not "production"',
+    ],
     [["channel", "create", "--tenant", "t", "--flow", "echo", "--mode", "browser"], "--mode takes one of server, public"],
     [["channel", "create", "--tenant", "t", "--flow", "echo", "--type", "sms"], "--type takes one of api, webhook"],
     [["channel", "update", "some-id", "--default-stream", "yes"], '--default-stream takes true or false, not "yes"'],

@@ -41,7 +41,10 @@ function printJson(io: Io, value: unknown): void {
 }
 
 function list(value: string | undefined): string[] | undefined {
-  return value?.split(",").map((item) => item.trim()).filter(Boolean);
+  return value
+    ?.split(",")
+    .map((item) => item.trim())
+    .filter(Boolean);
 }
 
 export async function migrate(args: string[], io: Io): Promise<void> {

@@ -217,7 +217,11 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
       // Runs took turns: each saw the flow state the previous one stored, on either server.
       const turns = runs.map((r) => (JSON.parse(r.result as string) as { turn: number }).turn).sort((x, y) => x - y);
       expect(turns).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
-      const conversation = await storage.db.selectFrom("conversations").select(["next_turn", "channel_id"]).where("id", "=", conversationId).executeTakeFirstOrThrow();
+      const conversation = await storage.db
+        .selectFrom("conversations")
+        .select(["next_turn", "channel_id"])
+        .where("id", "=", conversationId)
+        .executeTakeFirstOrThrow();
       expect(Number(conversation.next_turn)).toBe(102);
       expect(conversation.channel_id).toBe(channel.id);
     } finally {

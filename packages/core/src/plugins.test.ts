@@ -19,7 +19,12 @@ function shoutChannel(): ChannelPlugin {
           const run = await startRun(ctx, { channel, flow, conversation: null, payload, metadata: {}, request, live: false });
           let step = await run.steps.next();
           while (!step.done) step = await run.steps.next();
-          return Response.json({ reply: step.value.produced.map((m) => m.content).join("").toUpperCase() });
+          return Response.json({
+            reply: step.value.produced
+              .map((m) => m.content)
+              .join("")
+              .toUpperCase(),
+          });
         },
       },
     ],

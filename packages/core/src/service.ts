@@ -83,7 +83,6 @@ export interface ChannelService {
   close(): Promise<void>;
 }
 
-
 /**
  * Creates the channel service: the whole public contract as one
  * `handler(request: Request): Promise<Response>`.

@@ -74,8 +74,18 @@ async function echo(url: string, admin: ChannelService["admin"]): Promise<Respon
 
 describe("express: mounted among the host's routes", () => {
   it.each([
-    ["mountChannelkit under /chat, after the parser", (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/chat" }), "/chat", true],
-    ["app.use('/chat', channelkit(service)) before the parser", (app: Express, service: ChannelService) => app.use("/chat", channelkit(service)), "/chat", false],
+    [
+      "mountChannelkit under /chat, after the parser",
+      (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/chat" }),
+      "/chat",
+      true,
+    ],
+    [
+      "app.use('/chat', channelkit(service)) before the parser",
+      (app: Express, service: ChannelService) => app.use("/chat", channelkit(service)),
+      "/chat",
+      false,
+    ],
     ["mountChannelkit at the root, after the parser", (app: Express, service: ChannelService) => mountChannelkit(app, service), "", true],
   ] as const)("%s: host routes, the host parser and the host 404 keep working", async (_name, mount, prefix, parserFirst) => {
     const target = await start(mount, prefix, parserFirst);
@@ -105,7 +115,13 @@ describe("express: a prefix ends at a path-segment boundary", () => {
     ["app.use('/chat', channelkit(service))", (app: Express, service: ChannelService) => app.use("/chat", channelkit(service)), "/chat", undefined, false],
     ["mountChannelkit under /chat", (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/chat" }), "/chat", undefined, true],
     ["basePath /chat, channelkit(service) at the root", (app: Express, service: ChannelService) => app.use(channelkit(service)), "/chat", "/chat", false],
-    ["basePath /chat, mountChannelkit under /api", (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/api" }), "/api/chat", "/chat", true],
+    [
+      "basePath /chat, mountChannelkit under /api",
+      (app: Express, service: ChannelService) => mountChannelkit(app, service, { path: "/api" }),
+      "/api/chat",
+      "/chat",
+      true,
+    ],
   ] as const)("%s: /chatping-style paths get the host's 404", async (_name, mount, prefix, basePath, parserFirst) => {
     const target = await start(mount, prefix, parserFirst, { plugins: [pingPlugin], ...(basePath ? { basePath } : {}) });
     await expectPrefixBoundary({ origin: target.origin, prefix, admin: target.admin });
@@ -119,10 +135,14 @@ describe("express: the exact raw body behind the host's body parser", () => {
   });
 
   it("channelkit(service) after express.json({ verify: keepRawBody }): the kept bytes are used", async () => {
-    const target = await start((app, service) => {
-      app.use(express.json({ verify: keepRawBody }));
-      app.use(channelkit(service));
-    }, "", false);
+    const target = await start(
+      (app, service) => {
+        app.use(express.json({ verify: keepRawBody }));
+        app.use(channelkit(service));
+      },
+      "",
+      false,
+    );
     await expectExactSignedBody(target);
   });
 

@@ -23,7 +23,11 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((item) => item.close()));
 });
 
-async function start(mount: (app: express.Express, service: Parameters<typeof channelkit>[0]) => void, prefix: string, serviceOptions?: ServiceTargetOptions["service"]) {
+async function start(
+  mount: (app: express.Express, service: Parameters<typeof channelkit>[0]) => void,
+  prefix: string,
+  serviceOptions?: ServiceTargetOptions["service"],
+) {
   let origin = "";
   const target = serviceTarget({
     name: "express 4",

@@ -1,12 +1,4 @@
-import type {
-  ApiKeyRecord,
-  ChannelRecord,
-  ConversationRecord,
-  Environment,
-  MessageRecord,
-  NewMessage,
-  RunRecord,
-} from "@channelkit/core";
+import type { ApiKeyRecord, ChannelRecord, ConversationRecord, Environment, MessageRecord, NewMessage, RunRecord } from "@channelkit/core";
 import type { Selectable } from "kysely";
 import type { ApiKeysTable, ChannelsTable, ConversationsTable, MessagesTable, RunsTable } from "./schema.js";
 

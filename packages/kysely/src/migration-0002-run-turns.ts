@@ -8,8 +8,14 @@ import type { Kysely, Migration } from "kysely";
  */
 export const runTurns: Migration = {
   async up(db: Kysely<any>) {
-    await db.schema.alterTable("conversations").addColumn("next_ticket", "integer", (c) => c.notNull().defaultTo(0)).execute();
-    await db.schema.alterTable("conversations").addColumn("serving", "integer", (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema
+      .alterTable("conversations")
+      .addColumn("next_ticket", "integer", (c) => c.notNull().defaultTo(0))
+      .execute();
+    await db.schema
+      .alterTable("conversations")
+      .addColumn("serving", "integer", (c) => c.notNull().defaultTo(0))
+      .execute();
     await db.schema.alterTable("conversations").addColumn("lease_until", "text").execute();
     await db.schema.alterTable("runs").addColumn("ticket", "integer").execute();
     await db.schema.createIndex("runs_conversation_ticket_idx").on("runs").columns(["conversation_id", "ticket"]).unique().execute();

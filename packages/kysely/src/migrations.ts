@@ -122,7 +122,12 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
  */
 export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   const { error, results } = await withMigrationLock(db, (connection) =>
-    new Migrator({ db: connection, provider, migrationTableName: "channelkit_migration", migrationLockTableName: "channelkit_migration_lock" }).migrateToLatest(),
+    new Migrator({
+      db: connection,
+      provider,
+      migrationTableName: "channelkit_migration",
+      migrationLockTableName: "channelkit_migration_lock",
+    }).migrateToLatest(),
   );
   if (error) {
     const failed = results?.find((result) => result.status === "Error")?.migrationName;

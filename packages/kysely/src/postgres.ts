@@ -1,11 +1,4 @@
-import {
-  type CompiledQuery,
-  Kysely,
-  type PostgresCursor,
-  PostgresDialect,
-  type PostgresPoolClient,
-  type PostgresQueryResult,
-} from "kysely";
+import { type CompiledQuery, Kysely, type PostgresCursor, PostgresDialect, type PostgresPoolClient, type PostgresQueryResult } from "kysely";
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { Database } from "./schema.js";

@@ -8,9 +8,7 @@ const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new Bet
 
 describe("PreparedQuery", () => {
   it("binds each argument where its placeholder was, whatever order the compiled query has", () => {
-    const query = new PreparedQuery(2, ($) =>
-      db.selectFrom("messages").selectAll().where("conversation_id", "=", $(1)).where("role", "=", "user").limit($(0)),
-    );
+    const query = new PreparedQuery(2, ($) => db.selectFrom("messages").selectAll().where("conversation_id", "=", $(1)).where("role", "=", "user").limit($(0)));
     const compiled = query.bind([50, "c-1"]);
     expect(compiled.sql).toBe('select * from "messages" where "conversation_id" = ? and "role" = ? limit ?');
     expect(compiled.parameters).toEqual(["c-1", "user", 50]);
@@ -27,7 +25,16 @@ describe("PreparedQueries", () => {
     let built = 0;
     const queries = new PreparedQueries((count: number) => {
       built++;
-      return new PreparedQuery(count, ($) => db.selectFrom("conversations").selectAll().where("id", "in", Array.from({ length: count }, (_, i) => $(i))));
+      return new PreparedQuery(count, ($) =>
+        db
+          .selectFrom("conversations")
+          .selectAll()
+          .where(
+            "id",
+            "in",
+            Array.from({ length: count }, (_, i) => $(i)),
+          ),
+      );
     });
     expect(queries.get(2)).toBe(queries.get(2));
     expect(queries.get(3).bind(["a", "b", "c"]).parameters).toEqual(["a", "b", "c"]);

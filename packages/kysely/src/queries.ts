@@ -37,8 +37,18 @@ export function requestPathQueries(db: Kysely<Database>) {
     ),
     insertConversation: new PreparedQuery(11, ($) =>
       db.insertInto("conversations").values({
-        id: $(0), tenant_id: $(1), channel_id: $(2), mode: $(3), flow_state: $(4), next_turn: $(5),
-        livechat_conversation_id: null, created_at: $(6), updated_at: $(7), next_ticket: $(8), serving: $(9), lease_until: $(10),
+        id: $(0),
+        tenant_id: $(1),
+        channel_id: $(2),
+        mode: $(3),
+        flow_state: $(4),
+        next_turn: $(5),
+        livechat_conversation_id: null,
+        created_at: $(6),
+        updated_at: $(7),
+        next_ticket: $(8),
+        serving: $(9),
+        lease_until: $(10),
       }),
     ),
     takeTicket: new PreparedQuery(1, ($) =>
@@ -75,7 +85,12 @@ export function requestPathQueries(db: Kysely<Database>) {
         .where("status", "=", "running"),
     ),
     renew: new PreparedQuery(3, ($) =>
-      db.updateTable("conversations").set({ lease_until: $(0) }).where("id", "=", $(1)).where("serving", "=", $(2)).returning("serving"),
+      db
+        .updateTable("conversations")
+        .set({ lease_until: $(0) })
+        .where("id", "=", $(1))
+        .where("serving", "=", $(2))
+        .returning("serving"),
     ),
     // Keyed by which of flow state and mode the run sets: a value left out keeps the stored one.
     finishTurn: new PreparedQueries((key: string) => {
@@ -86,11 +101,25 @@ export function requestPathQueries(db: Kysely<Database>) {
           .set((eb) => ({
             next_turn: eb("next_turn", "+", $(0)),
             updated_at: $(1),
-            serving: eb.case().when("serving", "=", $(2)).then(eb("serving", "+", 1)).else(eb.ref("serving")).end(),
+            serving: eb
+              .case()
+              .when("serving", "=", $(2))
+              .then(eb("serving", "+", 1))
+              .else(eb.ref("serving"))
+              .end(),
             lease_until: eb.case().when("serving", "=", $(2)).then($(3)).else(eb.ref("lease_until")).end(),
             // A run whose turn was taken over (its lease lapsed) no longer sets the state.
             ...(setsFlowState ? { flow_state: eb.case().when("serving", "=", $(2)).then($(5)).else(eb.ref("flow_state")).end() } : {}),
-            ...(setsMode ? { mode: eb.case().when("serving", "=", $(2)).then($(setsFlowState ? 6 : 5)).else(eb.ref("mode")).end() } : {}),
+            ...(setsMode
+              ? {
+                  mode: eb
+                    .case()
+                    .when("serving", "=", $(2))
+                    .then($(setsFlowState ? 6 : 5))
+                    .else(eb.ref("mode"))
+                    .end(),
+                }
+              : {}),
           }))
           .where("id", "=", $(4))
           .returning(["next_turn", "serving", "next_ticket"]),
@@ -99,11 +128,17 @@ export function requestPathQueries(db: Kysely<Database>) {
     endedTicket: new PreparedQuery(2, ($) =>
       db.selectFrom("runs").select("status").where("conversation_id", "=", $(0)).where("ticket", "=", $(1)).where("status", "<>", "running"),
     ),
-    serve: new PreparedQuery(3, ($) => db.updateTable("conversations").set({ serving: $(0), lease_until: $(1) }).where("id", "=", $(2))),
-    insertMessages: new PreparedQueries((count: number) =>
-      new PreparedQuery(count * MESSAGE_COLUMNS.length, ($) =>
-        db.insertInto("messages").values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, row * MESSAGE_COLUMNS.length))),
-      ),
+    serve: new PreparedQuery(3, ($) =>
+      db
+        .updateTable("conversations")
+        .set({ serving: $(0), lease_until: $(1) })
+        .where("id", "=", $(2)),
+    ),
+    insertMessages: new PreparedQueries(
+      (count: number) =>
+        new PreparedQuery(count * MESSAGE_COLUMNS.length, ($) =>
+          db.insertInto("messages").values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, row * MESSAGE_COLUMNS.length))),
+        ),
     ),
     insertRun: new PreparedQuery(RUN_COLUMNS.length, ($) => db.insertInto("runs").values(placeholderRow(RUN_COLUMNS, $))),
     finishRun: new PreparedQuery(7, ($) =>

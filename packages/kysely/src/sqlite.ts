@@ -96,7 +96,8 @@ export function rowMaker(names: readonly string[]): RowMaker {
     width,
     make(values) {
       const row: Record<string, unknown> = {};
-      for (let i = 0; i < width; i++) Object.defineProperty(row, names[i] as string, { value: values[i], writable: true, enumerable: true, configurable: true });
+      for (let i = 0; i < width; i++)
+        Object.defineProperty(row, names[i] as string, { value: values[i], writable: true, enumerable: true, configurable: true });
       return row;
     },
   };

@@ -4,7 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { type ApiKeyRecord, type BeginRunInput, type ChannelRecord, type ClaimTurnInput, type CompleteRunInput, memoryStorage, type MessageRecord, type NewMessage, type RunRecord, type Storage } from "@channelkit/core";
+import {
+  type ApiKeyRecord,
+  type BeginRunInput,
+  type ChannelRecord,
+  type ClaimTurnInput,
+  type CompleteRunInput,
+  memoryStorage,
+  type MessageRecord,
+  type NewMessage,
+  type RunRecord,
+  type Storage,
+} from "@channelkit/core";
 import { describeWithPostgres, postgresTestStore, sqliteTestStore, storageContract } from "@channelkit/testkit";
 import BetterSqlite3 from "better-sqlite3";
 import { build } from "esbuild";
@@ -185,7 +196,17 @@ describe("migrate", () => {
     const conversationId = randomUUID();
     await db
       .insertInto("conversations")
-      .values({ id: conversationId, tenant_id: tenant.id, channel_id: channel.id, mode: "bot", flow_state: '{"n":1}', next_turn: 0, livechat_conversation_id: null, created_at: NOW, updated_at: NOW })
+      .values({
+        id: conversationId,
+        tenant_id: tenant.id,
+        channel_id: channel.id,
+        mode: "bot",
+        flow_state: '{"n":1}',
+        next_turn: 0,
+        livechat_conversation_id: null,
+        created_at: NOW,
+        updated_at: NOW,
+      })
       .execute();
     await db.destroy();
 
@@ -403,14 +424,25 @@ describe("query plans", () => {
 
   function expectIndexedOnly(plan: string[], tables: string[]) {
     expect(plan.filter((detail) => /^SCAN\b/.test(detail))).toEqual([]);
-    for (const table of tables) expect(plan.some((detail) => new RegExp(`^SEARCH ${table} USING (COVERING |PRIMARY KEY|INDEX)`).test(detail)), `${table}: ${plan.join(" | ")}`).toBe(true);
+    for (const table of tables)
+      expect(
+        plan.some((detail) => new RegExp(`^SEARCH ${table} USING (COVERING |PRIMARY KEY|INDEX)`).test(detail)),
+        `${table}: ${plan.join(" | ")}`,
+      ).toBe(true);
   }
 
   /** No statement scans a table; every statement that reads one finds its rows through an index. */
   function expectNoScan(plans: { sql: string; plan: string[] }[]) {
     for (const { sql, plan } of plans) {
-      expect(plan.filter((detail) => /^SCAN\b/.test(detail)), sql).toEqual([]);
-      if (/^(select|update)\b/i.test(sql)) expect(plan.some((detail) => /^SEARCH \w+ USING /.test(detail)), `${sql}: ${plan.join(" | ")}`).toBe(true);
+      expect(
+        plan.filter((detail) => /^SCAN\b/.test(detail)),
+        sql,
+      ).toEqual([]);
+      if (/^(select|update)\b/i.test(sql))
+        expect(
+          plan.some((detail) => /^SEARCH \w+ USING /.test(detail)),
+          `${sql}: ${plan.join(" | ")}`,
+        ).toBe(true);
     }
   }
 
@@ -527,7 +559,11 @@ describe("memoryStorage of core", () => {
 
       /** Calls `op` on both stores; they must both throw, or both answer the same. */
       async function both<T>(name: string, op: (store: Storage) => Promise<T>): Promise<T | undefined> {
-        const settle = (store: Storage): Promise<{ value: T } | { error: string }> => op(store).then((value) => ({ value }), (error: unknown) => ({ error: String(error) }));
+        const settle = (store: Storage): Promise<{ value: T } | { error: string }> =>
+          op(store).then(
+            (value) => ({ value }),
+            (error: unknown) => ({ error: String(error) }),
+          );
         const [fromSql, fromMemory] = await Promise.all([settle(sql), settle(memory)]);
         log.push(name);
         const where = `seed ${seed}, after ${log.join(" ")}`;
@@ -568,14 +604,21 @@ describe("memoryStorage of core", () => {
         const ticket = run.ticket ?? 0;
         const started = { ...run.begin, conversation: { ...run.begin.conversation, isNew: false } };
         if (choice < 0.55) {
-          await both(`claim(${run.id})`, (store) => store.claimTurn({ ...started, run: { ...started.run, startedAt: now, completedAt: now }, now, leaseUntil, ticket, claimUntil: leaseUntil }));
+          await both(`claim(${run.id})`, (store) =>
+            store.claimTurn({ ...started, run: { ...started.run, startedAt: now, completedAt: now }, now, leaseUntil, ticket, claimUntil: leaseUntil }),
+          );
         } else if (choice < 0.65) {
           await both(`renew(${run.id})`, (store) => store.renewTurn(run.conversation.id, ticket, leaseUntil));
         } else {
           const claimed = rand() < 0.8;
           const replies = Array.from({ length: Math.floor(rand() * 3) }, (_, i) => newMessage(`r${step}.${i}`, "assistant", run.id));
           const input: CompleteRunInput = {
-            run: { ...started.run, status: claimed ? pick(["success", "error", "pending", "cancelled"] as const) : "cancelled", completedAt: now, durationMs: 5 },
+            run: {
+              ...started.run,
+              status: claimed ? pick(["success", "error", "pending", "cancelled"] as const) : "cancelled",
+              completedAt: now,
+              durationMs: 5,
+            },
             conversation: started.conversation,
             ticket,
             claimed,

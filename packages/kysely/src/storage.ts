@@ -16,18 +16,7 @@ import type {
 } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
-import {
-  channelToRow,
-  keyToRow,
-  messageToRow,
-  rowToChannel,
-  rowToConversation,
-  rowToMessage,
-  rowToRun,
-  runToRow,
-  storedMessage,
-  toJson,
-} from "./mappers.js";
+import { channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToMessage, rowToRun, runToRow, storedMessage, toJson } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
 import { type ChannelsTable, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
@@ -96,7 +85,17 @@ export class KyselyStorage implements Storage {
         // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
         yield* rowsOf(
           queries.insertConversation.bind([
-            conversation.id, conversation.tenantId, conversation.channelId, "bot", null, 1, input.run.startedAt, input.run.startedAt, 1, 0, input.leaseUntil,
+            conversation.id,
+            conversation.tenantId,
+            conversation.channelId,
+            "bot",
+            null,
+            1,
+            input.run.startedAt,
+            input.run.startedAt,
+            1,
+            0,
+            input.leaseUntil,
           ]),
         );
         const userMessage = yield* storeClaim(queries, input, 0, 0);
@@ -165,7 +164,18 @@ export class KyselyStorage implements Storage {
       const [row] = yield* rowsOf(
         queries.finishTurn
           .get(`${setsFlowState}:${setsMode}`)
-          .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState, setsMode ? input.mode : undefined)),
+          .bind(
+            finishTurnArgs(
+              count,
+              run.completedAt,
+              ticket,
+              input.claimUntil,
+              conversation.id,
+              setsFlowState,
+              input.flowState,
+              setsMode ? input.mode : undefined,
+            ),
+          ),
       );
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
       const first = Number(row.next_turn) - count;
@@ -174,7 +184,9 @@ export class KyselyStorage implements Storage {
         yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
       }
       if (input.claimed) {
-        yield* rowsOf(queries.finishRun.bind([run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, run.id]));
+        yield* rowsOf(
+          queries.finishRun.bind([run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, run.id]),
+        );
       } else {
         yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
       }
@@ -193,8 +205,17 @@ export class KyselyStorage implements Storage {
     return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
       yield* rowsOf(
         queries.insertConversation.bind([
-          conversation.id, conversation.tenantId, conversation.channelId, input.mode ?? "bot", "flowState" in input ? toJson(input.flowState) : null,
-          messages.length, run.startedAt, run.completedAt, 1, 1, null,
+          conversation.id,
+          conversation.tenantId,
+          conversation.channelId,
+          input.mode ?? "bot",
+          "flowState" in input ? toJson(input.flowState) : null,
+          messages.length,
+          run.startedAt,
+          run.completedAt,
+          1,
+          1,
+          null,
         ]),
       );
       if (messages.length > 0) {
@@ -221,7 +242,12 @@ export class KyselyStorage implements Storage {
   }
 
   async countTenants(): Promise<number> {
-    const [row] = await this.#exec.rows(this.db.selectFrom("tenants").select((eb) => eb.fn.countAll().as("count")).compile());
+    const [row] = await this.#exec.rows(
+      this.db
+        .selectFrom("tenants")
+        .select((eb) => eb.fn.countAll().as("count"))
+        .compile(),
+    );
     return Number(row?.count ?? 0);
   }
 
@@ -252,9 +278,7 @@ export class KyselyStorage implements Storage {
   async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string): Promise<void> {
     const db = this.db;
     await this.#exec.transaction(function* () {
-      yield* rowsOf(
-        db.updateTable("api_keys").set({ revoked_at: revokedAt }).where("channel_id", "=", channelId).where("revoked_at", "is", null).compile(),
-      );
+      yield* rowsOf(db.updateTable("api_keys").set({ revoked_at: revokedAt }).where("channel_id", "=", channelId).where("revoked_at", "is", null).compile());
       yield* rowsOf(db.insertInto("api_keys").values(keyToRow(key)).compile());
       yield* rowsOf(db.updateTable("channels").set({ api_key_hint: key.hint, updated_at: revokedAt }).where("id", "=", channelId).compile());
     });

@@ -232,56 +232,53 @@ describe("toNodeHandler: responses", () => {
     await expect(within(readAll(response), "the response neither ended nor failed")).rejects.toThrow();
   });
 
-  it.each(["text/event-stream; charset=utf-8", "application/x-ndjson"])(
-    "streams a %s body as it is produced, not after it ends",
-    async (contentType) => {
-      const arrivals: string[] = [];
-      const firstArrived = deferred();
-      const produced: string[] = [];
-      const { port } = await start(async () => {
-        let step = 0;
-        const body = new ReadableStream<Uint8Array>(
-          {
-            async pull(controller) {
-              step++;
-              if (step === 1) {
-                produced.push("first");
-                controller.enqueue(new TextEncoder().encode("first\n"));
-              } else if (step === 2) {
-                // The rest is produced only once the client holds the first chunk.
-                await firstArrived.promise;
-                produced.push("second");
-                controller.enqueue(new TextEncoder().encode("second\n"));
-              } else {
-                produced.push("end");
-                controller.close();
-              }
-            },
+  it.each(["text/event-stream; charset=utf-8", "application/x-ndjson"])("streams a %s body as it is produced, not after it ends", async (contentType) => {
+    const arrivals: string[] = [];
+    const firstArrived = deferred();
+    const produced: string[] = [];
+    const { port } = await start(async () => {
+      let step = 0;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          async pull(controller) {
+            step++;
+            if (step === 1) {
+              produced.push("first");
+              controller.enqueue(new TextEncoder().encode("first\n"));
+            } else if (step === 2) {
+              // The rest is produced only once the client holds the first chunk.
+              await firstArrived.promise;
+              produced.push("second");
+              controller.enqueue(new TextEncoder().encode("second\n"));
+            } else {
+              produced.push("end");
+              controller.close();
+            }
           },
-          { highWaterMark: 0 },
-        );
-        return new Response(body, { headers: { "content-type": contentType } });
-      });
-      const response = await send(port, { method: "GET" }).response;
-      const started = performance.now();
-      const times: Record<string, number> = {};
-      response.on("data", (chunk: Buffer) => {
-        const text = chunk.toString();
-        arrivals.push(text);
-        if (text.includes("first")) {
-          times.first = performance.now() - started;
-          expect(produced).toEqual(["first"]);
-          firstArrived.resolve();
-        }
-      });
-      await within(new Promise((resolve) => response.on("end", resolve)), "the first chunk was held back until the stream ended");
-      times.end = performance.now() - started;
-      expect(arrivals.join("")).toBe("first\nsecond\n");
-      expect(arrivals[0]).toBe("first\n");
-      expect(produced).toEqual(["first", "second", "end"]);
-      expect(times.first).toBeLessThanOrEqual(times.end as number);
-    },
-  );
+        },
+        { highWaterMark: 0 },
+      );
+      return new Response(body, { headers: { "content-type": contentType } });
+    });
+    const response = await send(port, { method: "GET" }).response;
+    const started = performance.now();
+    const times: Record<string, number> = {};
+    response.on("data", (chunk: Buffer) => {
+      const text = chunk.toString();
+      arrivals.push(text);
+      if (text.includes("first")) {
+        times.first = performance.now() - started;
+        expect(produced).toEqual(["first"]);
+        firstArrived.resolve();
+      }
+    });
+    await within(new Promise((resolve) => response.on("end", resolve)), "the first chunk was held back until the stream ended");
+    times.end = performance.now() - started;
+    expect(arrivals.join("")).toBe("first\nsecond\n");
+    expect(arrivals[0]).toBe("first\n");
+    expect(produced).toEqual(["first", "second", "end"]);
+    expect(times.first).toBeLessThanOrEqual(times.end as number);
+  });
 
   it("sends the headers of an event stream before its first event", async () => {
     const headersArrived = deferred();

@@ -6,10 +6,15 @@ import { toNodeHandler } from "./handler.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  })));
+  await Promise.all(
+    servers.splice(0).map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    ),
+  );
 });
 
 /** Serves a hand-written `dispatch` (and a `handler` that must not be called) on 127.0.0.1. */
@@ -70,7 +75,12 @@ describe("toNodeHandler with dispatch: the request", () => {
       const stream = request.body;
       seen.push(stream === request.body);
       seen.push(await new Response(stream).text());
-      seen.push(await request.arrayBuffer().then(() => "read twice", () => "refused"));
+      seen.push(
+        await request.arrayBuffer().then(
+          () => "read twice",
+          () => "refused",
+        ),
+      );
       return { status: 204, headers: {}, body: null };
     });
     const answer = await exchange(port, { chunks: ["abc", "def"], gapMs: 5 });
@@ -127,7 +137,11 @@ describe("toNodeHandler with dispatch: the reply", () => {
         },
       };
     };
-    const port = await start(async (request) => ({ status: 200, headers: { "content-type": "text/event-stream" }, body: stream(request.headers.has("x-endless")) }));
+    const port = await start(async (request) => ({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body: stream(request.headers.has("x-endless")),
+    }));
     expect((await exchange(port)).body).toBe("first;2;3;");
     expect(cancelled).toBe(false);
 

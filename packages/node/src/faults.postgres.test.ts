@@ -1,13 +1,5 @@
 import net from "node:net";
-import {
-  type ChannelService,
-  createChannelService,
-  defineFlow,
-  type Logger,
-  step,
-  text,
-  type UIStreamEvent,
-} from "@channelkit/core";
+import { type ChannelService, createChannelService, defineFlow, type Logger, step, text, type UIStreamEvent } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, type PostgresOptions } from "@channelkit/kysely";
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from "@channelkit/testkit";
@@ -376,10 +368,12 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       () => request(historyPath(conversationId), echoKey),
     ];
     const results = await Promise.all(
-      attempts.map((attempt) => timed(async () => {
-        const response = await attempt();
-        return { status: response.status, type: response.headers.get("content-type"), body: await response.json() };
-      })),
+      attempts.map((attempt) =>
+        timed(async () => {
+          const response = await attempt();
+          return { status: response.status, type: response.headers.get("content-type"), body: await response.json() };
+        }),
+      ),
     );
     for (const { value, ms } of results) {
       expect(value.status).toBe(500);
@@ -482,11 +476,7 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
     }
 
     async function storedTurns(conversationId: string) {
-      const row = await direct.db
-        .selectFrom("conversations")
-        .select("next_turn")
-        .where("id", "=", conversationId)
-        .executeTakeFirstOrThrow();
+      const row = await direct.db.selectFrom("conversations").select("next_turn").where("id", "=", conversationId).executeTakeFirstOrThrow();
       return Number(row.next_turn);
     }
 

@@ -36,12 +36,7 @@ const RUNTIME_ERROR = JSON.stringify({ error: { code: "runtime_error", message: 
  * @example
  * app.post("/public/v1/api/execute", (req, res) => handleNodeRequest(service, req, res));
  */
-export async function handleNodeRequest(
-  service: WebHandler,
-  req: IncomingMessage,
-  res: ServerResponse,
-  options: NodeRequestOptions = {},
-): Promise<void> {
+export async function handleNodeRequest(service: WebHandler, req: IncomingMessage, res: ServerResponse, options: NodeRequestOptions = {}): Promise<void> {
   try {
     if (service.dispatch) {
       await writeReply(res, await service.dispatch(new NodeIncomingRequest(req, res, options.baseUrl, options)));

@@ -24,13 +24,36 @@ describeWithPostgres("Postgres prepared statements", (serverUrl) => {
     const tenant = { id: randomUUID(), name: "Acme", createdAt: NOW };
     await storage.createTenant(tenant);
     const channel: ChannelRecord = {
-      id: randomUUID(), tenantId: tenant.id, name: "c", type: "api", mode: "server", environment: "prod", state: "active",
-      flowName: "echo", allowedOrigins: [], defaultStream: false, requireSignature: false, signingSecretEncrypted: null,
-      apiKeyHint: null, clientId: null, languages: [], livechatMessages: {}, createdAt: NOW, updatedAt: NOW,
+      id: randomUUID(),
+      tenantId: tenant.id,
+      name: "c",
+      type: "api",
+      mode: "server",
+      environment: "prod",
+      state: "active",
+      flowName: "echo",
+      allowedOrigins: [],
+      defaultStream: false,
+      requireSignature: false,
+      signingSecretEncrypted: null,
+      apiKeyHint: null,
+      clientId: null,
+      languages: [],
+      livechatMessages: {},
+      createdAt: NOW,
+      updatedAt: NOW,
     };
     const key: ApiKeyRecord = {
-      id: randomUUID(), channelId: channel.id, tenantId: tenant.id, hash: `hash-${randomUUID()}`, prefix: "svc_live_",
-      environment: "prod", hint: "svc_live_****abcd", createdAt: NOW, expiresAt: null, revokedAt: null,
+      id: randomUUID(),
+      channelId: channel.id,
+      tenantId: tenant.id,
+      hash: `hash-${randomUUID()}`,
+      prefix: "svc_live_",
+      environment: "prod",
+      hint: "svc_live_****abcd",
+      createdAt: NOW,
+      expiresAt: null,
+      revokedAt: null,
     };
     await storage.createChannel(channel, key);
     return { channel, key };
@@ -47,7 +70,10 @@ describeWithPostgres("Postgres prepared statements", (serverUrl) => {
         try {
           const { rows } = await client.query<{ name: string; statement: string }>("select name, statement from pg_prepared_statements");
           const lookups = rows.filter((row) => row.statement.includes('"api_keys"."hash" = $1'));
-          expect(lookups.map((row) => row.name.startsWith("ck_")), `preparedStatements: ${preparedStatements}`).toEqual(preparedStatements ? [true] : []);
+          expect(
+            lookups.map((row) => row.name.startsWith("ck_")),
+            `preparedStatements: ${preparedStatements}`,
+          ).toEqual(preparedStatements ? [true] : []);
         } finally {
           client.release();
         }

@@ -38,11 +38,7 @@ export function bodyTests(h: Harness): void {
       const channel = await h.channel({ flow: "echo" });
       const json = JSON.stringify({ payload: "hello" });
       await expectError(await execute(h, channel.key, json, { contentType: "text/plain" }), 415, "unsupported_media_type");
-      await expectError(
-        await execute(h, channel.key, "payload=hello", { contentType: "application/x-www-form-urlencoded" }),
-        415,
-        "unsupported_media_type",
-      );
+      await expectError(await execute(h, channel.key, "payload=hello", { contentType: "application/x-www-form-urlencoded" }), 415, "unsupported_media_type");
       await expectError(await execute(h, channel.key, new TextEncoder().encode(json), { contentType: null }), 415, "unsupported_media_type");
     });
 

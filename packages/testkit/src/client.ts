@@ -134,12 +134,7 @@ export function history(
 }
 
 /** Reads a 200 history document. */
-export async function readHistory(
-  h: Harness,
-  key: string,
-  sessionId: string,
-  query: Record<string, string> = {},
-): Promise<HistoryDocument> {
+export async function readHistory(h: Harness, key: string, sessionId: string, query: Record<string, string> = {}): Promise<HistoryDocument> {
   const response = await history(h, key, sessionId, query);
   const text = await response.text();
   expect(response.status, text).toBe(200);

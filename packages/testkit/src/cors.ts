@@ -47,7 +47,12 @@ export function corsTests(h: Harness): void {
       expect(response.status).toBeGreaterThanOrEqual(200);
       expect(response.status).toBeLessThan(300);
       expect(response.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type");
-      expect(response.headers.get("access-control-allow-methods")?.split(",").map((m) => m.trim())).toContain("GET");
+      expect(
+        response.headers
+          .get("access-control-allow-methods")
+          ?.split(",")
+          .map((m) => m.trim()),
+      ).toContain("GET");
       expectReflected(response, APP);
     });
 

@@ -26,10 +26,7 @@ export async function readSse(response: Response): Promise<SseBody> {
  */
 export async function* sseEvents(response: Response): AsyncGenerator<UIStreamEvent> {
   if (!response.body) throw new Error("The response has no body");
-  const reader = response.body
-    .pipeThrough(new TextDecoderStream())
-    .pipeThrough(new EventSourceParserStream())
-    .getReader();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -42,12 +39,7 @@ export async function* sseEvents(response: Response): AsyncGenerator<UIStreamEve
 }
 
 /** Executes with `stream: true`, checks the 200 event-stream answer and reads it whole. */
-export async function runStream(
-  h: Harness,
-  key: string,
-  body: Record<string, unknown>,
-  options: RequestOptions = {},
-): Promise<SseBody> {
+export async function runStream(h: Harness, key: string, body: Record<string, unknown>, options: RequestOptions = {}): Promise<SseBody> {
   const response = await execute(h, key, { ...body, stream: true }, options);
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");

@@ -80,7 +80,12 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       });
 
       it("stores and reads back a channel with its JSON and boolean fields", async () => {
-        const { channel } = await seed({ clientId: `client-${crypto.randomUUID()}`, requireSignature: true, defaultStream: false, signingSecretEncrypted: "v1:a:b" });
+        const { channel } = await seed({
+          clientId: `client-${crypto.randomUUID()}`,
+          requireSignature: true,
+          defaultStream: false,
+          signingSecretEncrypted: "v1:a:b",
+        });
         expect(await storage.findChannel(channel.id)).toEqual(channel);
         expect(await storage.findChannel(crypto.randomUUID())).toBeNull();
         const plain = await seed({ name: null, allowedOrigins: [], languages: [], livechatMessages: {}, apiKeyHint: null });
@@ -112,7 +117,16 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
           { state: "inactive", allowedOrigins: [], defaultStream: false, requireSignature: true, name: null, languages: ["de_DE"] },
           at(100),
         );
-        const expected = { ...channel, state: "inactive", allowedOrigins: [], defaultStream: false, requireSignature: true, name: null, languages: ["de_DE"], updatedAt: at(100) };
+        const expected = {
+          ...channel,
+          state: "inactive",
+          allowedOrigins: [],
+          defaultStream: false,
+          requireSignature: true,
+          name: null,
+          languages: ["de_DE"],
+          updatedAt: at(100),
+        };
         expect(updated).toEqual(expected);
         expect(await storage.findChannel(channel.id)).toEqual(expected);
         // A field given as undefined is left alone.
@@ -202,7 +216,14 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(stored).toMatchObject({ status: "running", completedAt: stored?.startedAt, durationMs: 0 });
 
         await storage.completeRun(run.complete({ ticket: 0, messages: ["Echo: hello"], flowState: { n: 1 }, seconds: 2 }));
-        expect(await storage.findRun(run.id)).toEqual({ ...run.record, status: "success", result: { ok: true }, executionOrder: ["echo"], completedAt: at(2), durationMs: 2000 });
+        expect(await storage.findRun(run.id)).toEqual({
+          ...run.record,
+          status: "success",
+          result: { ok: true },
+          executionOrder: ["echo"],
+          completedAt: at(2),
+          durationMs: 2000,
+        });
         expect(await storage.findConversation(c.id)).toEqual({ ...ticket.claimed?.conversation, flowState: { n: 1 }, nextTurn: 2, updatedAt: at(2) });
         expect((await storage.listRecentMessages(c.id, 10)).map((m) => [m.turnIndex, m.role, m.content])).toEqual([
           [0, "user", "hello"],
@@ -267,11 +288,18 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const c = await conversation();
         const first = c.run("hand me over");
         const done = first.complete({ ticket: 0, messages: ["Connecting you"], user: true, status: "pending", seconds: 1 });
-        await storage.storeRun({ run: done.run, conversation: { ...first.begin(0).conversation, isNew: true }, messages: done.messages, mode: "livechat_waiting" });
+        await storage.storeRun({
+          run: done.run,
+          conversation: { ...first.begin(0).conversation, isNew: true },
+          messages: done.messages,
+          mode: "livechat_waiting",
+        });
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", nextTurn: 2 });
         const again = c.run("same id");
         const twice = again.complete({ ticket: 0, messages: ["x"], user: true, seconds: 2 });
-        await expect(storage.storeRun({ run: twice.run, conversation: { ...again.begin(0).conversation, isNew: true }, messages: twice.messages })).rejects.toThrow();
+        await expect(
+          storage.storeRun({ run: twice.run, conversation: { ...again.begin(0).conversation, isNew: true }, messages: twice.messages }),
+        ).rejects.toThrow();
         expect(await storage.findRun(again.id)).toBeNull();
         expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual(["hand me over", "Connecting you"]);
       });
@@ -344,7 +372,8 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const c = await conversation();
         const runs = ["a", "b", "c", "d"].map((name) => c.run(name));
         await storage.beginRun((runs[0] as TestRun).begin(0));
-        for (let i = 1; i < runs.length; i++) expect(await storage.beginRun((runs[i] as TestRun).begin(i, { isNew: false }))).toEqual({ ticket: i, claimed: null });
+        for (let i = 1; i < runs.length; i++)
+          expect(await storage.beginRun((runs[i] as TestRun).begin(i, { isNew: false }))).toEqual({ ticket: i, claimed: null });
         for (let i = 0; i < runs.length; i++) {
           const run = runs[i] as TestRun;
           if (i > 0) {
@@ -452,7 +481,16 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const third = c.run("third");
         await storage.beginRun(third.begin(2, { isNew: false }));
 
-        const cancelled = gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, flowState: { from: "gone" }, mode: "livechat_waiting", seconds: 3 });
+        const cancelled = gone.complete({
+          ticket: 1,
+          claimed: false,
+          status: "cancelled",
+          messages: [],
+          user: true,
+          flowState: { from: "gone" },
+          mode: "livechat_waiting",
+          seconds: 3,
+        });
         const stored = await storage.completeRun(cancelled);
         expect(stored).toEqual([{ ...gone.userMessage, conversationId: c.id, turnIndex: 1 }]);
         expect(await storage.findRun(gone.id)).toEqual(cancelled.run);

@@ -5,13 +5,7 @@ import { ServiceError } from "../http/errors.js";
 import { validate } from "../http/validate.js";
 import type { ApiKeyRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
 import { type ChannelView, channelView } from "./channel-view.js";
-import {
-  type CreateChannelInput,
-  type UpdateChannelInput,
-  createChannelSchema,
-  createTenantSchema,
-  updateChannelSchema,
-} from "./schemas.js";
+import { type CreateChannelInput, type UpdateChannelInput, createChannelSchema, createTenantSchema, updateChannelSchema } from "./schemas.js";
 
 /** A channel with its key in clear, shown once. */
 export interface CreatedChannel {
@@ -29,10 +23,7 @@ export interface ChannelAdmin {
   createChannel(input: CreateChannelInput): Promise<CreatedChannel>;
   getChannel(channelId: string): Promise<{ channel: ChannelView }>;
   /** Applies a patch; `signing_secret` is set only when `requireSignature` went from false to true. */
-  updateChannel(
-    channelId: string,
-    input: UpdateChannelInput,
-  ): Promise<{ channel: ChannelView; signing_secret?: string }>;
+  updateChannel(channelId: string, input: UpdateChannelInput): Promise<{ channel: ChannelView; signing_secret?: string }>;
   /** Revokes the active key and issues a new one with the same prefix and environment. */
   rotateKey(channelId: string): Promise<{ api_key: string; channel: { id: string; api_key_hint: string } }>;
   /** Replaces the signing secret; the previous one stops working at once. */
@@ -142,9 +133,7 @@ export function createChannelAdmin(ctx: ServiceContext): ChannelAdmin {
       }
       const updated = await storage.updateChannel(channelId, patch, new Date().toISOString());
       if (!updated) throw new ServiceError("channel_not_found");
-      return signingSecret === undefined
-        ? { channel: channelView(updated) }
-        : { channel: channelView(updated), signing_secret: signingSecret };
+      return signingSecret === undefined ? { channel: channelView(updated) } : { channel: channelView(updated), signing_secret: signingSecret };
     },
 
     async rotateKey(channelId) {

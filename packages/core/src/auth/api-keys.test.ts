@@ -1,16 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  apiKeyHint,
-  generateApiKey,
-  hashApiKey,
-  hashesEqual,
-  KEY_PREFIXES,
-  parseApiKey,
-  prefixFor,
-  prefixMatchesMode,
-  randomBase62,
-} from "./api-keys.js";
+import { apiKeyHint, generateApiKey, hashApiKey, hashesEqual, KEY_PREFIXES, parseApiKey, prefixFor, prefixMatchesMode, randomBase62 } from "./api-keys.js";
 
 describe("generateApiKey", () => {
   it.each(KEY_PREFIXES)("makes %s keys: the prefix then at least 40 base62 characters", (prefix) => {

@@ -26,12 +26,7 @@ function bearerToken(request: WithHeaders): string | null {
  * @example
  * const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
  */
-export async function authenticateApiKey(
-  request: WithHeaders,
-  storage: Storage,
-  now: Date,
-  channelType: "api" | "webhook" = "api",
-): Promise<KeyWithChannel> {
+export async function authenticateApiKey(request: WithHeaders, storage: Storage, now: Date, channelType: "api" | "webhook" = "api"): Promise<KeyWithChannel> {
   const presented = bearerToken(request);
   if (presented === null) throw new ServiceError("missing_api_key");
   const parsed = parseApiKey(presented);

@@ -36,7 +36,12 @@ export function parseSignatureHeader(header: string): ParsedSignature | null {
  * (node:crypto where available, else Web Crypto).
  */
 export async function computeSignature(secret: string, timestamp: string, body: Uint8Array): Promise<string> {
-  if (nativeCrypto) return nativeCrypto.createHmac("sha256", utf8(secret)).update(utf8(`${timestamp}.`)).update(body).digest("hex");
+  if (nativeCrypto)
+    return nativeCrypto
+      .createHmac("sha256", utf8(secret))
+      .update(utf8(`${timestamp}.`))
+      .update(body)
+      .digest("hex");
   return webComputeSignature(secret, timestamp, body);
 }
 
@@ -54,11 +59,7 @@ export async function webComputeSignature(secret: string, timestamp: string, bod
  * Builds an `X-Service-Signature` header for `body`, as a client would. Useful in tests and
  * in server-side callers written in TypeScript.
  */
-export async function signRequestBody(
-  secret: string,
-  body: string | Uint8Array,
-  timestamp: number = Math.floor(Date.now() / 1000),
-): Promise<string> {
+export async function signRequestBody(secret: string, body: string | Uint8Array, timestamp: number = Math.floor(Date.now() / 1000)): Promise<string> {
   const bytes = typeof body === "string" ? utf8(body) : body;
   return `t=${timestamp},v1=${await computeSignature(secret, String(timestamp), bytes)}`;
 }

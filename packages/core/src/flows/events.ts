@@ -49,10 +49,7 @@ export function text(delta: string): TextDeltaEvent {
 }
 
 /** A whole message; use `role: "tool"` with `toolCallId` for a tool result. */
-export function message(
-  content: string,
-  options: { role?: "assistant" | "tool"; toolCalls?: ToolCall[]; toolCallId?: string } = {},
-): MessageEvent {
+export function message(content: string, options: { role?: "assistant" | "tool"; toolCalls?: ToolCall[]; toolCallId?: string } = {}): MessageEvent {
   return { type: "message", role: options.role ?? "assistant", content, ...pickDefined(options) };
 }
 

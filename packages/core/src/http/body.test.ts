@@ -110,8 +110,7 @@ describe("parseJson", () => {
 });
 
 describe("requireJsonContentType", () => {
-  const withType = (type?: string) =>
-    new Request(URL_, { method: "POST", body: "{}", headers: type === undefined ? {} : { "content-type": type } });
+  const withType = (type?: string) => new Request(URL_, { method: "POST", body: "{}", headers: type === undefined ? {} : { "content-type": type } });
 
   it("accepts application/json with or without parameters, in any case", () => {
     for (const type of ["application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8", " application/json "]) {
@@ -120,7 +119,13 @@ describe("requireJsonContentType", () => {
   });
 
   it("refuses multipart, text and JSON look-alikes with 415", () => {
-    for (const type of ["multipart/form-data; boundary=x", "text/plain", "application/jsonp", "application/x-www-form-urlencoded", "application/vnd.api+json"]) {
+    for (const type of [
+      "multipart/form-data; boundary=x",
+      "text/plain",
+      "application/jsonp",
+      "application/x-www-form-urlencoded",
+      "application/vnd.api+json",
+    ]) {
       let error: unknown;
       try {
         requireJsonContentType(withType(type));

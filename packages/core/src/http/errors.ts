@@ -44,11 +44,7 @@ export class ServiceError extends Error {
   /** Extra response headers, e.g. `Allow` on a 405. */
   readonly headers: Record<string, string> | undefined;
 
-  constructor(
-    code: ErrorCode,
-    message?: string,
-    options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> },
-  ) {
+  constructor(code: ErrorCode, message?: string, options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> }) {
     // An expected refusal is a value, not a fault: capturing its stack trace was a twentieth
     // of the cost of a rejected request. A failure of the service keeps its own stack in `cause`.
     // `stackTraceLimit` is V8's; elsewhere setting it is harmless.

@@ -103,7 +103,9 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
   if (!turn) return giveUpTurn(input, transcript);
 
-  const held = input.begun ? lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs }) : null;
+  const held = input.begun
+    ? lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs })
+    : null;
   let end: Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
   try {
     end = yield* runFlow(input, turn, transcript);
@@ -149,7 +151,11 @@ function withState<T extends { flowState?: unknown; mode?: ConversationMode }>(i
 }
 
 /** Pulls the flow's events into the transcript, yielding the live parts, until it ends or is aborted. */
-async function* runFlow(input: RunInput, turn: ClaimedTurn, transcript: Transcript): AsyncGenerator<TextPart, Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">, void> {
+async function* runFlow(
+  input: RunInput,
+  turn: ClaimedTurn,
+  transcript: Transcript,
+): AsyncGenerator<TextPart, Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">, void> {
   const { abort } = input;
   const ctx: FlowContext = {
     payload: input.payload,

@@ -17,9 +17,7 @@ export function runDocument(outcome: RunOutcome, channel: ChannelRecord, flow: F
     output: {
       result: outcome.result ?? null,
       error: outcome.error,
-      messages: outcome.produced
-        .filter((message) => message.role === "assistant")
-        .map((message) => ({ role: "assistant" as const, content: message.content })),
+      messages: outcome.produced.filter((message) => message.role === "assistant").map((message) => ({ role: "assistant" as const, content: message.content })),
       metadata: {
         channel_id: channel.id,
         flow_id: flow.id,

@@ -34,13 +34,36 @@ async function setup() {
   const tenantId = crypto.randomUUID();
   await storage.createTenant({ id: tenantId, name: "start", createdAt: NOW });
   const channel: ChannelRecord = {
-    id: crypto.randomUUID(), tenantId, name: null, type: "api", mode: "server", environment: "prod", state: "active", flowName: "gated",
-    allowedOrigins: [], defaultStream: false, requireSignature: false, signingSecretEncrypted: null, apiKeyHint: "svc_live_****abcd",
-    clientId: null, languages: [], livechatMessages: {}, createdAt: NOW, updatedAt: NOW,
+    id: crypto.randomUUID(),
+    tenantId,
+    name: null,
+    type: "api",
+    mode: "server",
+    environment: "prod",
+    state: "active",
+    flowName: "gated",
+    allowedOrigins: [],
+    defaultStream: false,
+    requireSignature: false,
+    signingSecretEncrypted: null,
+    apiKeyHint: "svc_live_****abcd",
+    clientId: null,
+    languages: [],
+    livechatMessages: {},
+    createdAt: NOW,
+    updatedAt: NOW,
   };
   await storage.createChannel(channel, {
-    id: crypto.randomUUID(), channelId: channel.id, tenantId, hash: crypto.randomUUID(), prefix: "svc_live_", environment: "prod",
-    hint: "svc_live_****abcd", createdAt: NOW, expiresAt: null, revokedAt: null,
+    id: crypto.randomUUID(),
+    channelId: channel.id,
+    tenantId,
+    hash: crypto.randomUUID(),
+    prefix: "svc_live_",
+    environment: "prod",
+    hint: "svc_live_****abcd",
+    createdAt: NOW,
+    expiresAt: null,
+    revokedAt: null,
   });
   const flow: RegisteredFlow = { flow: gated, id: crypto.randomUUID(), name: "gated", version: null };
   const ctx: ServiceContext = {

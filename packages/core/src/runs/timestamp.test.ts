@@ -5,10 +5,32 @@ describe("isoTimestamp", () => {
   it("writes what Date.prototype.toISOString writes", () => {
     const now = Date.now();
     const times = [
-      0, 1, 9, 10, 99, 100, 999, 1000, 1001, -1, -999, -1000, -1001, now, now + 1, now + 1000, now - 1,
-      Date.UTC(1999, 11, 31, 23, 59, 59, 999), Date.UTC(2000, 0, 1), Date.UTC(2024, 1, 29, 12, 0, 0, 5),
-      Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(10000, 0, 1), Date.UTC(-1, 0, 1), Date.UTC(0, 0, 1) - 1,
-      8.64e15, -8.64e15,
+      0,
+      1,
+      9,
+      10,
+      99,
+      100,
+      999,
+      1000,
+      1001,
+      -1,
+      -999,
+      -1000,
+      -1001,
+      now,
+      now + 1,
+      now + 1000,
+      now - 1,
+      Date.UTC(1999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(2000, 0, 1),
+      Date.UTC(2024, 1, 29, 12, 0, 0, 5),
+      Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+      Date.UTC(10000, 0, 1),
+      Date.UTC(-1, 0, 1),
+      Date.UTC(0, 0, 1) - 1,
+      8.64e15,
+      -8.64e15,
     ];
     for (let i = 0; i < 2000; i++) times.push(Math.floor(Math.random() * 4e12) - 1e12);
     for (const ms of times) expect(isoTimestamp(ms), String(ms)).toBe(new Date(ms).toISOString());

@@ -283,7 +283,12 @@ describe("Transcript: outcome", () => {
   it("stays error or cancelled after a pause or a handover, with no live-chat mode; an error has no result", () => {
     const t = transcript();
     t.apply(handover("Connecting"));
-    expect(t.outcome(RUN_ID, "c", { ...END, status: "error", error: "boom" })).toMatchObject({ status: "error", error: "boom", result: null, livechatMode: null });
+    expect(t.outcome(RUN_ID, "c", { ...END, status: "error", error: "boom" })).toMatchObject({
+      status: "error",
+      error: "boom",
+      result: null,
+      livechatMode: null,
+    });
     expect(t.outcome(RUN_ID, "c", { ...END, status: "cancelled", result: null })).toMatchObject({ status: "cancelled", livechatMode: null });
   });
 

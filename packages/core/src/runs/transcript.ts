@@ -5,10 +5,7 @@ import type { RunOutcome } from "./outcome.js";
 import { isoNow } from "./timestamp.js";
 
 /** A part of the live reply, in the UI message stream's own shapes. */
-export type TextPart =
-  | { type: "text-start"; id: string }
-  | { type: "text-delta"; id: string; delta: string }
-  | { type: "text-end"; id: string };
+export type TextPart = { type: "text-start"; id: string } | { type: "text-delta"; id: string; delta: string } | { type: "text-end"; id: string };
 
 /** Who a transcript belongs to, and whether its parts are wanted. */
 interface TranscriptOptions {

@@ -31,7 +31,18 @@ function channel(tenantId: string): ChannelRecord {
 }
 
 function key(channelId: string, tenantId: string, hash = `hash-${crypto.randomUUID()}`) {
-  return { id: crypto.randomUUID(), channelId, tenantId, hash, prefix: "svc_live_", environment: "prod" as const, hint: "svc_live_****", createdAt: NOW, expiresAt: null, revokedAt: null };
+  return {
+    id: crypto.randomUUID(),
+    channelId,
+    tenantId,
+    hash,
+    prefix: "svc_live_",
+    environment: "prod" as const,
+    hint: "svc_live_****",
+    createdAt: NOW,
+    expiresAt: null,
+    revokedAt: null,
+  };
 }
 
 describe("memoryStorage", () => {

@@ -6,11 +6,7 @@ import type { ChannelRecord, ConversationRecord, Storage } from "../../storage/t
  * tenant is `conversation_not_found` (its existence is not revealed across tenants), same
  * tenant but another channel is `conversation_forbidden`.
  */
-export async function findOwnConversation(
-  storage: Storage,
-  channel: ChannelRecord,
-  conversationId: string,
-): Promise<ConversationRecord> {
+export async function findOwnConversation(storage: Storage, channel: ChannelRecord, conversationId: string): Promise<ConversationRecord> {
   const conversation = await storage.findConversation(conversationId);
   if (!conversation || conversation.tenantId !== channel.tenantId) throw new ServiceError("conversation_not_found");
   if (conversation.channelId !== channel.id) throw new ServiceError("conversation_forbidden");
