@@ -108,7 +108,7 @@ export function messageToRow(conversationId: string, turnIndex: number, message:
 /**
  * The record of a message as stored. Written out field by field: on V8 an object spread
  * followed by new keys (`{ ...message, turnIndex }`) misses its inline cache every time
- * (about 7k instructions a key).
+ * (see docs/benchmarks.md, "Why the code looks like this").
  */
 export function storedMessage(conversationId: string, turnIndex: number, message: NewMessage): MessageRecord {
   return {

@@ -81,8 +81,8 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
 
 /**
  * Statements on the guarded pool rather than through Kysely's executor, whose connection
- * provider and result handling cost about a third of a statement's CPU (42 against 30 µs a
- * query, measured). Transactions follow Kysely's protocol: `begin`, the statements,
+ * provider and result handling add to every statement's CPU (see docs/benchmarks.md, "Why
+ * the code looks like this"). Transactions follow Kysely's protocol: `begin`, the statements,
  * `commit`; on failure `rollback` (which fails at once on a broken connection) and the
  * connection released, discarded when broken.
  */

@@ -4,10 +4,10 @@ const MARK = "\u0000channelkit:parameter:";
 
 /**
  * A query built and compiled once, then run with new parameters. Kysely builds an immutable
- * tree and compiles it for every query; on the request path that was about a sixth of an
- * execute's time, for SQL text that never changes. `build` receives placeholders where the
- * arguments go, and each compiled parameter is matched back to its placeholder, so the
- * order of parameters is read from the compiled query, never assumed.
+ * tree and compiles it for every query, a large part of an execute (see docs/benchmarks.md,
+ * "Why the code looks like this"), for SQL text that never changes. `build` receives
+ * placeholders where the arguments go, and each compiled parameter is matched back to its
+ * placeholder, so the order of parameters is read from the compiled query, never assumed.
  */
 export class PreparedQuery<Row> {
   readonly #compiled: CompiledQuery<Row>;
@@ -26,7 +26,7 @@ export class PreparedQuery<Row> {
   bind(args: readonly unknown[]): CompiledQuery<Row> {
     const { query, queryId, sql, parameters: constants } = this.#compiled;
     const parameters = this.#sources.map((source, i) => (source < 0 ? constants[i] : args[source]));
-    // Field by field rather than a spread: see storedMessage in mappers.ts.
+    // Field by field, not a spread: see docs/benchmarks.md, "Why the code looks like this".
     return { query, queryId, sql, parameters };
   }
 }

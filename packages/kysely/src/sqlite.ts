@@ -32,8 +32,9 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * Statements run synchronously on better-sqlite3 rather than through Kysely's driver, whose
  * promises and mutex cost more than an indexed SQLite statement; a transaction then runs
  * whole, with no other request's statement in between. Rows are read as arrays and made
- * objects here: better-sqlite3 builds a row object through V8's API, internalizing every column name on every row, which made the key
- * lookup's single row (26 columns) a tenth of an execute's instructions.
+ * objects here: better-sqlite3 builds a row object through V8's API, internalizing every
+ * column name on every row, which made the key lookup's one row costly (see
+ * docs/benchmarks.md, "Why the code looks like this").
  */
 function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Executor {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
@@ -108,9 +109,9 @@ const STATEMENT_CACHE_SIZE = 200;
 
 /**
  * The database as Kysely's SQLite driver sees it, with its prepared statements kept: the
- * driver prepares every query anew, which cost a tenth of an execute's time. A statement is
- * keyed by its SQL text and its parameters are bound at each run, so what is kept is
- * compiled SQL, never data. The least recently used statements beyond
+ * driver prepares every query anew (see docs/benchmarks.md, "Why the code looks like this").
+ * A statement is keyed by its SQL text and its parameters are bound at each run, so what is
+ * kept is compiled SQL, never data. The least recently used statements beyond
  * {@link STATEMENT_CACHE_SIZE} are dropped; a statement still being iterated (a streamed
  * query) is not handed out twice. `made` prepares each new statement further (raw mode).
  */

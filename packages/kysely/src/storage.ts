@@ -341,7 +341,8 @@ function* skipEndedTickets(queries: Queries, conversationId: string, from: numbe
 
 /**
  * The values of `rows`, row after row, each in the order of `columns`: the parameters of a
- * prepared insert. A loop rather than `flatMap` (see docs/benchmarks.md).
+ * prepared insert. A loop rather than `flatMap`: see docs/benchmarks.md, "Why the code looks
+ * like this".
  */
 function valuesOf<Column extends string>(columns: readonly Column[], rows: readonly Record<Column, unknown>[]): unknown[] {
   const values = new Array<unknown>(columns.length * rows.length);

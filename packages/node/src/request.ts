@@ -163,9 +163,9 @@ function readBody(req: IncomingMessage): Promise<Uint8Array> {
 
 /**
  * A Request whose `signal` is the adapter's own. Given `init.signal`, undici makes the Request
- * follow it through a weak reference and a finalization registry, which on Node 20 costs
- * about as much again as the rest of the Request (7 to 15 µs); the adapter owns this signal
- * and aborts it itself when the client goes away, so the Request hands it out directly.
+ * follow it through a weak reference and a finalization registry, which is costly (see
+ * docs/benchmarks.md, "Why the code looks like this"); the adapter owns this signal and
+ * aborts it itself when the client goes away, so the Request hands it out directly.
  */
 class SignalledRequest extends Request {
   readonly #signal: AbortSignal;

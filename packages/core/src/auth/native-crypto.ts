@@ -3,10 +3,10 @@
  * Bun, Deno: `process.getBuiltinModule`), else undefined.
  *
  * Why: Web Crypto answers every digest, HMAC and AES-GCM call asynchronously through a
- * thread pool; on Node 20 one SHA-256 of an API key costs about 50 µs that way, as much as
- * the rest of a rejected request. `node:crypto` computes the same functions synchronously in
- * 1 to 3 µs. Core stays on Web standards: where this is undefined (Workers, browsers, older
- * Node), Web Crypto is used, and the tests check that both paths agree.
+ * thread pool, and `node:crypto` computes the same functions synchronously, many times
+ * faster (see docs/benchmarks.md, "Why the code looks like this").
+ * Core stays on Web standards: where this is undefined (Workers, browsers, older Node), Web
+ * Crypto is used, and the tests check that both paths agree.
  */
 export interface NativeCrypto {
   createHash(algorithm: "sha256"): NativeDigest;

@@ -45,8 +45,9 @@ export class ServiceError extends Error {
   readonly headers: Record<string, string> | undefined;
 
   constructor(code: ErrorCode, message?: string, options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> }) {
-    // An expected refusal is a value, not a fault: capturing its stack trace was a twentieth
-    // of the cost of a rejected request. A failure of the service keeps its own stack in `cause`.
+    // An expected refusal is a value, not a fault: no stack trace is captured (see
+    // docs/benchmarks.md, "Why the code looks like this"). A failure of the service keeps its
+    // own stack in `cause`.
     // `stackTraceLimit` is V8's; elsewhere setting it is harmless.
     const v8 = Error as { stackTraceLimit?: number };
     const stackTraceLimit = v8.stackTraceLimit;

@@ -1,7 +1,7 @@
 /**
  * The path of a request's URL. A Request's `url` is serialized (what `URL.href` writes), so an
  * http(s) one is the scheme, `//`, an authority without `/`, then the path up to `?` or `#`:
- * sliced out rather than parsed again (each parse is a few µs on the request path).
+ * sliced out rather than parsed again (see docs/benchmarks.md, "Why the code looks like this").
  */
 export function pathnameOf(url: string): string {
   const authority = url.startsWith("http://") ? 7 : url.startsWith("https://") ? 8 : -1;

@@ -14,7 +14,8 @@ export interface IncomingRequest {
    * Calls `listener` once when the client goes away before the answer is sent (at once if it
    * already has), and returns what stops listening. Optional: an adapter that learns of a
    * disconnect without an `AbortSignal` offers it, and the service then never reads `signal`
-   * (on Node 20 a signal with a listener costs a few µs on every request).
+   * (a signal with a listener costs on every request: see docs/benchmarks.md, "Why the code
+   * looks like this").
    */
   onClientGone?(listener: (reason: unknown) => void): () => void;
   readonly body: ReadableStream<Uint8Array> | null;

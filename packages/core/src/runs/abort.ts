@@ -1,9 +1,9 @@
 /**
  * How something is told to stop: a run (its client left, the service is closing, the stream
  * was cancelled), or a request whose client went away (the Node adapter). A plain object
- * rather than an `AbortController`: on Node 20 a controller with a listener costs about
- * 6 µs, a sixth of what channelkit itself spends on an execute, and most flows never read
- * their signal. The `AbortSignal` is made the first time something reads it.
+ * rather than an `AbortController`, which costs on every execute (see docs/benchmarks.md,
+ * "Why the code looks like this"), while most flows never read their signal. The
+ * `AbortSignal` is made the first time something reads it.
  */
 export class RunAbort {
   #aborted = false;

@@ -67,7 +67,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     runs.release(abort);
     throw error;
   }
-  // Field by field rather than spreading `base`: see docs/benchmarks.md, "object spreads".
+  // Field by field, not a spread: see docs/benchmarks.md, "Why the code looks like this".
   const steps = driveRun({
     flow: base.flow,
     channel,
@@ -111,7 +111,10 @@ function unbegun(claim: BeginRunInput): RunTicket {
   };
 }
 
-/** A message as stored at `turnIndex`, written field by field (see docs/benchmarks.md). */
+/**
+ * A message as stored at `turnIndex`, field by field, not a spread: see docs/benchmarks.md,
+ * "Why the code looks like this".
+ */
 function storedAt(conversationId: string, turnIndex: number, message: NewMessage): MessageRecord {
   return {
     conversationId,

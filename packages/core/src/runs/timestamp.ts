@@ -1,8 +1,8 @@
 /**
  * ISO 8601 text of a time in milliseconds, exactly as `new Date(ms).toISOString()` writes it.
- * V8 formats dates through `snprintf`, which made the six timestamps of a run a tenth of an
- * execute's instructions; timestamps of one second share everything up to the milliseconds,
- * so that part is formatted once per second and only the milliseconds each time.
+ * V8 formats dates through `snprintf`, which is slow (see docs/benchmarks.md, "Why the code
+ * looks like this"); timestamps of one second share everything up to the milliseconds, so
+ * that part is formatted once per second and only the milliseconds each time.
  */
 export function isoTimestamp(ms: number): string {
   const second = Math.floor(ms / 1000);
