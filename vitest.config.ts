@@ -16,6 +16,7 @@ export default defineConfig({
       "@channelkit/express": src("express"),
       "@channelkit/fastify": src("fastify"),
       "@channelkit/hono": src("hono"),
+      "@channelkit/testkit/storage": src("testkit", "storage"),
       "@channelkit/testkit": src("testkit"),
     },
   },

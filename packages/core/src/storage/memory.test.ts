@@ -1,4 +1,4 @@
-import { storageContract } from "@channelkit/testkit";
+import { storageContract } from "@channelkit/testkit/storage";
 import { describe, expect, it } from "vitest";
 import { memoryStorage } from "./memory.js";
 import type { ChannelRecord } from "./types.js";
