@@ -19,6 +19,12 @@ export function* rowsOf<Row>(query: CompiledQuery<Row>): Generator<CompiledQuery
  * storage above it does not know which.
  */
 export interface Executor {
+  /**
+   * Whether the database runs data-modifying `WITH` clauses (Postgres): writes that do not
+   * depend on each other's results then go in one statement, one round trip instead of a
+   * transaction's `BEGIN`, statements and `COMMIT`.
+   */
+  readonly dataModifyingCtes: boolean;
   /** The rows of one statement (empty for one that returns none). */
   rows<Row>(query: CompiledQuery<Row>): Row[] | Promise<Row[]>;
   /** Runs `body` in one transaction: committed when it returns, rolled back when it throws. */
@@ -47,6 +53,7 @@ export async function runBody<T>(body: TransactionBody<T>, rows: (query: Compile
  */
 export function kyselyExecutor(db: Kysely<any>, close: () => Promise<void> = () => db.destroy()): Executor {
   return {
+    dataModifyingCtes: false,
     rows: async <Row>(query: CompiledQuery<Row>) => (await db.executeQuery(query)).rows,
     transaction: (body) => db.transaction().execute((trx) => runBody(body(), async (query) => (await trx.executeQuery(query)).rows as unknown[])),
     close,

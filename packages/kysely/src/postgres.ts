@@ -90,6 +90,7 @@ function pgExecutor(pool: GuardedPool, prepared: boolean, close: () => Promise<v
   const on = (client: GuardedClient) => async (query: CompiledQuery) =>
     (await (prepared ? client.prepared(query.sql, query.parameters) : client.query(query.sql, query.parameters))).rows as unknown[];
   return {
+    dataModifyingCtes: true,
     close,
     async rows<Row>(query: CompiledQuery<Row>) {
       const client = await pool.connect();

@@ -51,6 +51,47 @@ export function requestPathQueries(db: Kysely<Database>) {
         lease_until: $(10),
       }),
     ),
+    // A new conversation with its first messages and its run, as one statement where the
+    // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
+    newConversation: new PreparedQueries((count: number) => {
+      const runOffset = 11 + count * MESSAGE_COLUMNS.length;
+      return new PreparedQuery(runOffset + RUN_COLUMNS.length, ($) =>
+        db
+          .with("c", (qc) =>
+            qc
+              .insertInto("conversations")
+              .values({
+                id: $(0),
+                tenant_id: $(1),
+                channel_id: $(2),
+                mode: $(3),
+                flow_state: $(4),
+                next_turn: $(5),
+                livechat_conversation_id: null,
+                created_at: $(6),
+                updated_at: $(7),
+                next_ticket: $(8),
+                serving: $(9),
+                lease_until: $(10),
+              })
+              .returning("id"),
+          )
+          .with("m", (qc) =>
+            qc
+              .insertInto("messages")
+              .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, 11 + row * MESSAGE_COLUMNS.length)))
+              .returning("turn_index"),
+          )
+          .with("r", (qc) =>
+            qc
+              .insertInto("runs")
+              .values(placeholderRow(RUN_COLUMNS, $, runOffset))
+              .returning("id"),
+          )
+          .selectFrom("c")
+          .select("c.id"),
+      );
+    }),
     takeTicket: new PreparedQuery(1, ($) =>
       db
         .updateTable("conversations")

@@ -63,6 +63,7 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Exe
   // `storage.db`), a statement run directly would run inside it: such statements queue
   // behind it through Kysely's driver instead.
   return {
+    dataModifyingCtes: false,
     rows: (query) => (database.inTransaction ? kysely.rows(query) : rows(query)),
     transaction: (body) => (database.inTransaction ? kysely.transaction(body) : (inTransaction(() => runBodySync(body(), rows)) as never)),
     close: kysely.close,

@@ -19,7 +19,7 @@ import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./e
 import { channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToMessage, rowToRun, runToRow, storedMessage, toJson } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
-import { type ChannelsTable, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
+import { type ChannelsTable, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
 
 /** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
 const LAPSED = "The run was abandoned: the instance running it stopped before it ended.";
@@ -81,37 +81,25 @@ export class KyselyStorage implements Storage {
     const queries = this.#queries;
     const { conversation } = input;
     if (conversation.isNew) {
-      return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
-        // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
-        yield* rowsOf(
-          queries.insertConversation.bind([
-            conversation.id,
-            conversation.tenantId,
-            conversation.channelId,
-            "bot",
-            null,
-            1,
-            input.run.startedAt,
-            input.run.startedAt,
-            1,
-            0,
-            input.leaseUntil,
-          ]),
-        );
-        const userMessage = yield* storeClaim(queries, input, 0, 0);
-        const record: ConversationRecord = {
-          id: conversation.id,
-          tenantId: conversation.tenantId,
-          channelId: conversation.channelId,
-          mode: "bot",
-          flowState: undefined,
-          nextTurn: 1,
-          livechatConversationId: null,
-          createdAt: input.run.startedAt,
-          updatedAt: input.run.startedAt,
-        };
-        return { ticket: 0, claimed: { conversation: record, userMessage } };
-      });
+      // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
+      const { run, userMessage } = input;
+      await this.#insertConversation(
+        [conversation.id, conversation.tenantId, conversation.channelId, "bot", null, 1, run.startedAt, run.startedAt, 1, 0, input.leaseUntil],
+        [messageToRow(conversation.id, 0, userMessage)],
+        runToRow(run, 0),
+      );
+      const record: ConversationRecord = {
+        id: conversation.id,
+        tenantId: conversation.tenantId,
+        channelId: conversation.channelId,
+        mode: "bot",
+        flowState: undefined,
+        nextTurn: 1,
+        livechatConversationId: null,
+        createdAt: run.startedAt,
+        updatedAt: run.startedAt,
+      };
+      return { ticket: 0, claimed: { conversation: record, userMessage: storedMessage(conversation.id, 0, userMessage) } };
     }
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
       const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
@@ -200,30 +188,42 @@ export class KyselyStorage implements Storage {
   }
 
   async storeRun(input: StoreRunInput): Promise<MessageRecord[]> {
-    const queries = this.#queries;
     const { conversation, messages, run } = input;
-    return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
-      yield* rowsOf(
-        queries.insertConversation.bind([
-          conversation.id,
-          conversation.tenantId,
-          conversation.channelId,
-          input.mode ?? "bot",
-          "flowState" in input ? toJson(input.flowState) : null,
-          messages.length,
-          run.startedAt,
-          run.completedAt,
-          1,
-          1,
-          null,
-        ]),
-      );
-      if (messages.length > 0) {
-        const rows = messages.map((message, i) => messageToRow(conversation.id, i, message));
-        yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, rows)));
-      }
-      yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run, 0)])));
-      return messages.map((message, i) => storedMessage(conversation.id, i, message));
+    const flowState = "flowState" in input ? toJson(input.flowState) : null;
+    await this.#insertConversation(
+      [
+        conversation.id,
+        conversation.tenantId,
+        conversation.channelId,
+        input.mode ?? "bot",
+        flowState,
+        messages.length,
+        run.startedAt,
+        run.completedAt,
+        1,
+        1,
+        null,
+      ],
+      messages.map((message, i) => messageToRow(conversation.id, i, message)),
+      runToRow(run, 0),
+    );
+    return messages.map((message, i) => storedMessage(conversation.id, i, message));
+  }
+
+  /**
+   * Inserts a conversation (the 11 values of `insertConversation`), its first messages and
+   * a run: one statement where the database allows, else one transaction.
+   */
+  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable): Promise<unknown> | unknown {
+    const queries = this.#queries;
+    if (this.#exec.dataModifyingCtes && messages.length > 0) {
+      const values = conversation.concat(valuesOf(MESSAGE_COLUMNS, messages), valuesOf(RUN_COLUMNS, [run]));
+      return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
+    }
+    return this.#exec.transaction(function* () {
+      yield* rowsOf(queries.insertConversation.bind(conversation));
+      if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
+      yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
     });
   }
 
