@@ -102,8 +102,12 @@ export async function runCli(args: string[], env: Record<string, string | undefi
   const { child } = start(args, env);
   let stdout = "";
   let stderr = "";
-  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   // "close" comes once the process has exited and its output is drained ("exit" may come first).
   const code = await new Promise<number | null>((resolve) => {
     child.once("error", () => resolve(null));
@@ -138,7 +142,9 @@ export interface ServeProcess {
 export async function startServe(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 15_000): Promise<ServeProcess> {
   const { child, exited } = start(["serve", ...args], env);
   let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   const lines: string[] = [];
   let timer: NodeJS.Timeout | undefined;
   try {

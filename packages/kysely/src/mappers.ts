@@ -105,30 +105,6 @@ export function messageToRow(conversationId: string, turnIndex: number, message:
   };
 }
 
-/**
- * The record of a message as stored. Written out field by field: on V8 an object spread
- * followed by new keys (`{ ...message, turnIndex }`) misses its inline cache every time
- * (see docs/benchmarks.md, "Why the code looks like this").
- */
-export function storedMessage(conversationId: string, turnIndex: number, message: NewMessage): MessageRecord {
-  return {
-    conversationId,
-    turnIndex,
-    origin: message.origin,
-    role: message.role,
-    content: message.content,
-    timestamp: message.timestamp,
-    tokenCount: message.tokenCount,
-    runId: message.runId,
-    stepId: message.stepId,
-    nodeType: message.nodeType,
-    toolCalls: message.toolCalls,
-    toolCallId: message.toolCallId,
-    livechatMessageId: message.livechatMessageId,
-    sender: message.sender,
-  };
-}
-
 export function rowToMessage(row: Selectable<MessagesTable>): MessageRecord {
   return {
     conversationId: row.conversation_id,

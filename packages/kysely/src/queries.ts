@@ -7,6 +7,24 @@ function placeholderRow<Column extends string>(columns: readonly Column[], $: (i
   return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
 }
 
+/** A new conversation's row: its 11 values are the first placeholders of the statement. */
+function conversationRow($: (index: number) => never) {
+  return {
+    id: $(0),
+    tenant_id: $(1),
+    channel_id: $(2),
+    mode: $(3),
+    flow_state: $(4),
+    next_turn: $(5),
+    livechat_conversation_id: null,
+    created_at: $(6),
+    updated_at: $(7),
+    next_ticket: $(8),
+    serving: $(9),
+    lease_until: $(10),
+  };
+}
+
 /**
  * The statements of the request path, compiled once per storage (see {@link PreparedQuery}):
  * the key lookup, the conversation and its recent messages, and the writes of a run: its
@@ -35,47 +53,14 @@ export function requestPathQueries(db: Kysely<Database>) {
     recentMessages: new PreparedQuery(2, ($) =>
       db.selectFrom("messages").select(MESSAGE_COLUMNS).where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1)),
     ),
-    insertConversation: new PreparedQuery(11, ($) =>
-      db.insertInto("conversations").values({
-        id: $(0),
-        tenant_id: $(1),
-        channel_id: $(2),
-        mode: $(3),
-        flow_state: $(4),
-        next_turn: $(5),
-        livechat_conversation_id: null,
-        created_at: $(6),
-        updated_at: $(7),
-        next_ticket: $(8),
-        serving: $(9),
-        lease_until: $(10),
-      }),
-    ),
+    insertConversation: new PreparedQuery(11, ($) => db.insertInto("conversations").values(conversationRow($))),
     // A new conversation with its first messages and its run, as one statement where the
     // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
     newConversation: new PreparedQueries((count: number) => {
       const runOffset = 11 + count * MESSAGE_COLUMNS.length;
       return new PreparedQuery(runOffset + RUN_COLUMNS.length, ($) =>
         db
-          .with("c", (qc) =>
-            qc
-              .insertInto("conversations")
-              .values({
-                id: $(0),
-                tenant_id: $(1),
-                channel_id: $(2),
-                mode: $(3),
-                flow_state: $(4),
-                next_turn: $(5),
-                livechat_conversation_id: null,
-                created_at: $(6),
-                updated_at: $(7),
-                next_ticket: $(8),
-                serving: $(9),
-                lease_until: $(10),
-              })
-              .returning("id"),
-          )
+          .with("c", (qc) => qc.insertInto("conversations").values(conversationRow($)).returning("id"))
           .with("m", (qc) =>
             qc
               .insertInto("messages")

@@ -305,7 +305,9 @@ describe("completeRun on SQLite", () => {
       format: "cjs",
       platform: "node",
       target: "node20",
-      packages: "external",
+      // The drivers and Kysely as the thread's require finds them; core (ESM only) bundled in.
+      external: ["better-sqlite3", "pg", "kysely", "zod"],
+      alias: { "@channelkit/core": fileURLToPath(new URL("../../core/src/index.ts", import.meta.url)) },
       write: false,
       logLevel: "silent",
     });
@@ -346,7 +348,9 @@ describe("completeRun on SQLite", () => {
         workerData: { code, base: fileURLToPath(import.meta.url), file, gate: gate.buffer, inputs },
       });
       let ready!: () => void;
-      const isReady = new Promise<void>((resolve) => (ready = resolve));
+      const isReady = new Promise<void>((resolve) => {
+        ready = resolve;
+      });
       const done = new Promise<{ ok?: MessageRecord[]; error?: string }[]>((resolve, reject) => {
         worker.on("message", (message: { ready?: boolean; results?: { ok?: MessageRecord[]; error?: string }[] }) => {
           if (message.ready) ready();

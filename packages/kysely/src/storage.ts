@@ -14,9 +14,10 @@ import type {
   StoreRunInput,
   TenantRecord,
 } from "@channelkit/core";
+import { newConversationRecord, storedMessage } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
-import { channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToMessage, rowToRun, runToRow, storedMessage, toJson } from "./mappers.js";
+import { channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToMessage, rowToRun, runToRow, toJson } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
 import { type ChannelsTable, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
@@ -88,18 +89,10 @@ export class KyselyStorage implements Storage {
         [messageToRow(conversation.id, 0, userMessage)],
         runToRow(run, 0),
       );
-      const record: ConversationRecord = {
-        id: conversation.id,
-        tenantId: conversation.tenantId,
-        channelId: conversation.channelId,
-        mode: "bot",
-        flowState: undefined,
-        nextTurn: 1,
-        livechatConversationId: null,
-        createdAt: run.startedAt,
-        updatedAt: run.startedAt,
+      return {
+        ticket: 0,
+        claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
       };
-      return { ticket: 0, claimed: { conversation: record, userMessage: storedMessage(conversation.id, 0, userMessage) } };
     }
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
       const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));

@@ -8,7 +8,9 @@ import { serve } from "./serve.js";
 /** A promise with its resolve function outside. */
 function deferred<T = void>() {
   let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
   return { promise, resolve };
 }
 
@@ -388,7 +390,9 @@ describe("toNodeHandler: disconnects and back-pressure", () => {
     expect(pausedAt).toBeLessThan(TOTAL / 4);
 
     let bytes = 0;
-    response.on("data", (chunk: Buffer) => (bytes += chunk.length));
+    response.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
     await within(new Promise((resolve) => response.on("end", resolve)), "the stream did not resume");
     expect(pulls).toBe(TOTAL);
     expect(bytes).toBe(TOTAL * CHUNK);

@@ -36,7 +36,9 @@ function exchange(port: number, options: { method?: string; headers?: Record<str
     client.once("response", (res) => {
       let body = "";
       res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (body += chunk));
+      res.on("data", (chunk: string) => {
+        body += chunk;
+      });
       res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
     });
     const chunks = [...(options.chunks ?? [])];
@@ -186,7 +188,9 @@ describe("toNodeHandler with dispatch: the client going away", () => {
     // Asked for after the fact: the signal is already aborted, a late listener is called at once.
     expect(request?.signal.aborted).toBe(true);
     let late: unknown;
-    request?.onClientGone?.((reason) => (late = reason));
+    request?.onClientGone?.((reason) => {
+      late = reason;
+    });
     expect((late as Error).message).toBe("client disconnected");
   });
 
@@ -209,6 +213,8 @@ describe("toNodeHandler with dispatch: the client going away", () => {
 
 function deferred<T>() {
   let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => (resolve = done));
+  const promise = new Promise<T>((done) => {
+    resolve = done;
+  });
   return { promise, resolve };
 }

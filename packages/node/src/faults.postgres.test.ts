@@ -89,7 +89,9 @@ class FaultProxy {
    * that instant. Resolves when it fired.
    */
   failOn(pattern: string, fault: "cut" | "dark"): Promise<void> {
-    return new Promise((fired) => (this.#trigger = { pattern, fault, fired }));
+    return new Promise((fired) => {
+      this.#trigger = { pattern, fault, fired };
+    });
   }
 
   /**
@@ -203,7 +205,9 @@ class FaultProxy {
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
-  const promise = new Promise<void>((done) => (resolve = done));
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
   return { promise, resolve };
 }
 

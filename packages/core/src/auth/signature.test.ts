@@ -62,12 +62,18 @@ describe("parseSignatureHeader", () => {
     expect(parseSignatureHeader(`t=${NOW},v0=${HEX_A}`)).toBeNull();
   });
 
-  it.each(["0x6553f100", "1.7e9", "-1700000000", "+1700000000", "17000000 00", "", "abc", "1".repeat(16)])(
-    "rejects the non-decimal or absurd timestamp %j",
-    (t) => {
-      expect(parseSignatureHeader(`t=${t},v1=${HEX_A}`)).toBeNull();
-    },
-  );
+  it.each([
+    "0x6553f100",
+    "1.7e9",
+    "-1700000000",
+    "+1700000000",
+    "17000000 00",
+    "",
+    "abc",
+    "1".repeat(16),
+  ])("rejects the non-decimal or absurd timestamp %j", (t) => {
+    expect(parseSignatureHeader(`t=${t},v1=${HEX_A}`)).toBeNull();
+  });
 
   it("rejects two timestamps", () => {
     expect(parseSignatureHeader(`t=${NOW},t=${NOW + 1},v1=${HEX_A}`)).toBeNull();

@@ -29,7 +29,9 @@ describe("RunAbort", () => {
     expect(signal).toBeInstanceOf(AbortSignal);
     expect(before.signal).toBe(signal);
     let heard: unknown;
-    signal.addEventListener("abort", () => (heard = signal.reason));
+    signal.addEventListener("abort", () => {
+      heard = signal.reason;
+    });
     before.abort("stop");
     expect(signal.aborted).toBe(true);
     expect(heard).toBe("stop");

@@ -501,7 +501,9 @@ describe("driveRun: cancellation", () => {
     const controller = new AbortController();
     let abortedAt = 0;
     // Abort only once the driver is waiting on the flow, not between two parts.
-    const suspended = new Promise<void>((resolve) => (stuck = resolve));
+    const suspended = new Promise<void>((resolve) => {
+      stuck = resolve;
+    });
     void suspended.then(() => {
       abortedAt = performance.now();
       controller.abort();

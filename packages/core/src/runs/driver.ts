@@ -17,7 +17,7 @@ import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
-import { type RunEnd, type TextPart, Transcript } from "./transcript.js";
+import { agentMessage, type RunEnd, type TextPart, Transcript } from "./transcript.js";
 
 export type { TextPart } from "./transcript.js";
 
@@ -277,20 +277,7 @@ const ABORTED = Symbol("aborted");
 
 /** The run's user message, as stored when it claims its turn. */
 function userMessageOf(runId: string, payload: string, timestamp: string, estimateTokens: TokenEstimator): NewMessage {
-  return {
-    origin: "agent",
-    role: "user",
-    content: payload,
-    timestamp,
-    tokenCount: estimateTokens(payload),
-    runId,
-    stepId: null,
-    nodeType: null,
-    toolCalls: null,
-    toolCallId: null,
-    livechatMessageId: null,
-    sender: null,
-  };
+  return agentMessage(runId, "user", payload, timestamp, estimateTokens(payload), null, null);
 }
 
 /** The conversation's most recent messages before this run's own user message, oldest first. */

@@ -163,7 +163,10 @@ export class RunLifecycle {
       this.#closed = reason;
       for (const run of this.#runs) run.abort(reason);
     }
-    while (this.#runs.size > 0) await new Promise<void>((resolve) => (this.#idle = resolve));
+    while (this.#runs.size > 0)
+      await new Promise<void>((resolve) => {
+        this.#idle = resolve;
+      });
     clearInterval(this.#renewals);
     this.#renewals = undefined;
   }

@@ -1,6 +1,7 @@
 import type { ServiceContext } from "../context.js";
 import type { IncomingRequest } from "../http/reply.js";
-import type { BeginRunInput, ChannelRecord, ConversationRecord, MessageRecord, NewMessage, RunConversation, RunTicket } from "../storage/types.js";
+import { newConversationRecord, storedMessage } from "../storage/records.js";
+import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
 import type { RegisteredFlow } from "../context.js";
 import { claimOf, driveRun, type RunSteps } from "./driver.js";
 import type { RunAbort } from "./abort.js";
@@ -91,46 +92,10 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
 
 /** The turn of a run that starts its conversation and stores it whole at its end. */
 function unbegun(claim: BeginRunInput): RunTicket {
-  const { conversation, run } = claim;
+  const id = claim.conversation.id;
   return {
     ticket: 0,
-    claimed: {
-      conversation: {
-        id: conversation.id,
-        tenantId: conversation.tenantId,
-        channelId: conversation.channelId,
-        mode: "bot",
-        flowState: undefined,
-        nextTurn: 1,
-        livechatConversationId: null,
-        createdAt: run.startedAt,
-        updatedAt: run.startedAt,
-      },
-      userMessage: storedAt(conversation.id, 0, claim.userMessage),
-    },
-  };
-}
-
-/**
- * A message as stored at `turnIndex`, field by field, not a spread: see docs/benchmarks.md,
- * "Why the code looks like this".
- */
-function storedAt(conversationId: string, turnIndex: number, message: NewMessage): MessageRecord {
-  return {
-    conversationId,
-    turnIndex,
-    origin: message.origin,
-    role: message.role,
-    content: message.content,
-    timestamp: message.timestamp,
-    tokenCount: message.tokenCount,
-    runId: message.runId,
-    stepId: message.stepId,
-    nodeType: message.nodeType,
-    toolCalls: message.toolCalls,
-    toolCallId: message.toolCallId,
-    livechatMessageId: message.livechatMessageId,
-    sender: message.sender,
+    claimed: { conversation: newConversationRecord(claim.conversation, claim.run.startedAt), userMessage: storedMessage(id, 0, claim.userMessage) },
   };
 }
 

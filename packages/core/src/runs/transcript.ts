@@ -30,6 +30,32 @@ export interface RunEnd {
 
 const NO_PARTS: readonly TextPart[] = Object.freeze([]);
 
+/** A message a run stores (`origin: "agent"`), in the step `stepId` of node type `nodeType`. */
+export function agentMessage(
+  runId: string,
+  role: MessageRole,
+  content: string,
+  timestamp: string,
+  tokenCount: number,
+  stepId: string | null,
+  nodeType: string | null,
+): NewMessage {
+  return {
+    origin: "agent",
+    role,
+    content,
+    timestamp,
+    tokenCount,
+    runId,
+    stepId,
+    nodeType,
+    toolCalls: null,
+    toolCallId: null,
+    livechatMessageId: null,
+    sender: null,
+  };
+}
+
 /**
  * The rules that turn a flow's events into the reply's parts and the messages stored: a
  * text stays open across deltas and closes at the next step, message, pause or the end;
@@ -57,20 +83,7 @@ export class Transcript {
 
   /** The stored message of the run for `role` and `content`, in the current step. */
   message(role: MessageRole, content: string, timestamp = isoNow(), stepId = this.#stepId, nodeType = this.#nodeType): NewMessage {
-    return {
-      origin: "agent",
-      role,
-      content,
-      timestamp,
-      tokenCount: this.#options.estimateTokens(content),
-      runId: this.#options.runId,
-      stepId,
-      nodeType,
-      toolCalls: null,
-      toolCallId: null,
-      livechatMessageId: null,
-      sender: null,
-    };
+    return agentMessage(this.#options.runId, role, content, timestamp, this.#options.estimateTokens(content), stepId, nodeType);
   }
 
   /** Applies one event; returns the parts to send for it (none when not live). */

@@ -1,0 +1,40 @@
+import type { ConversationRecord, MessageRecord, NewMessage, RunConversation } from "./types.js";
+
+/**
+ * The record of `message` as stored at `turnIndex`: what a storage returns for a message it
+ * appended. Field by field rather than a spread (see docs/benchmarks.md, "Why the code
+ * looks like this").
+ */
+export function storedMessage(conversationId: string, turnIndex: number, message: NewMessage): MessageRecord {
+  return {
+    conversationId,
+    turnIndex,
+    origin: message.origin,
+    role: message.role,
+    content: message.content,
+    timestamp: message.timestamp,
+    tokenCount: message.tokenCount,
+    runId: message.runId,
+    stepId: message.stepId,
+    nodeType: message.nodeType,
+    toolCalls: message.toolCalls,
+    toolCallId: message.toolCallId,
+    livechatMessageId: message.livechatMessageId,
+    sender: message.sender,
+  };
+}
+
+/** The record of the conversation a run starts at `at`: in `bot` mode, no flow state, its user message at turn 0. */
+export function newConversationRecord(conversation: RunConversation, at: string): ConversationRecord {
+  return {
+    id: conversation.id,
+    tenantId: conversation.tenantId,
+    channelId: conversation.channelId,
+    mode: "bot",
+    flowState: undefined,
+    nextTurn: 1,
+    livechatConversationId: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
