@@ -413,6 +413,8 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
     [["serve", "--port", "70000"], "--port takes a port number"],
     [["serve", "--port", ""], "--port takes a port number"],
     [["serve", "--port=-1"], "--port takes a port number"],
+    [["serve", "--turn-lease-ms", "soon"], '--turn-lease-ms takes a number of milliseconds, 100 or more, not "soon"'],
+    [["serve", "--turn-lease-ms", "50"], "--turn-lease-ms takes a number of milliseconds, 100 or more"],
   ])("%j", async (args, message) => {
     const result = await cli([...args, "--db", db]);
     expect(result.code).toBe(2);

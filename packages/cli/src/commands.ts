@@ -17,10 +17,11 @@ export interface Io {
 const ENVIRONMENTS = ["prod", "dev", "staging"] as const;
 
 /** The service every command works through, on the database of `--db`. */
-async function openService(db: string | undefined, io: Io): Promise<ChannelService> {
+async function openService(db: string | undefined, io: Io, turnLeaseMs?: number): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
   return createChannelService({
     storage,
+    turnLeaseMs,
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
@@ -154,12 +155,17 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
 }
 
 export async function serveCommand(args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, { port: { type: "string" }, host: { type: "string" }, demo: { type: "boolean" } });
+  const { values } = parse(args, { port: { type: "string" }, host: { type: "string" }, demo: { type: "boolean" }, "turn-lease-ms": { type: "string" } });
   const rawPort = values.port ?? io.env.PORT ?? "3000";
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);
   const host = values.host ?? "127.0.0.1";
-  const service = await openService(values.db, io);
+  const rawLease = values["turn-lease-ms"];
+  const turnLeaseMs = rawLease === undefined ? undefined : /^\d{1,9}$/.test(rawLease) ? Number(rawLease) : Number.NaN;
+  if (turnLeaseMs !== undefined && !(turnLeaseMs >= 100)) {
+    throw new UsageError(`--turn-lease-ms takes a number of milliseconds, 100 or more, not "${rawLease}"`);
+  }
+  const service = await openService(values.db, io, turnLeaseMs);
   const server = await serve(service, { port, host });
   if (values.demo) await provisionDemo(service, server.url, io);
   io.out(`listening on ${server.url}`);

@@ -308,6 +308,57 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
   });
 }
 
+/**
+ * An instance killed in the middle of a run: the other instance's next run on that
+ * conversation takes its turn over once the lease lapses, and stores the lost run cancelled.
+ */
+function takeOverAfterACrash(open: () => Promise<{ db: string; drop(): Promise<void> }>) {
+  it("a server killed mid-run: the other server's next run on the conversation takes the turn over after the lease", async () => {
+    await ensureBuilt();
+    const { db, drop } = await open();
+    try {
+      const cli = <T = any>(...args: string[]) => runCliJson<T>([...args, "--db", db], ENV);
+      const tenantId = (await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Crash")).tenant.id;
+      const { api_key: key } = await cli<CreatedChannel>("channel", "create", "--tenant", tenantId, "--flow", "slow");
+      const [a, b] = (await Promise.all([0, 1].map(() => startServe(["--db", db, "--port", "0", "--turn-lease-ms", "1000"], ENV)))) as [
+        ServeProcess,
+        ServeProcess,
+      ];
+      // A run on a: its first word arrives, then a dies with the run in flight.
+      const lost = await execute(a, key, { payload: "lost", stream: true });
+      const reader = (lost.body as ReadableStream<Uint8Array>).getReader();
+      let text = "";
+      while (!text.includes("text-delta")) text += new TextDecoder().decode((await reader.read()).value);
+      const ids = (JSON.parse(text.slice(0, text.indexOf("\n\n")).replace(/^data: /, "")) as StreamEvent).data as { run_id: string; conversation_id: string };
+      a.child.kill("SIGKILL");
+      await new Promise((resolve) => a.child.once("exit", resolve));
+
+      // b: the next run waits for the lapsed lease, takes the turn over and streams.
+      const started = Date.now();
+      const next = await execute(b, key, { payload: "next", stream: true, conversation_id: ids.conversation_id });
+      expect(next.status).toBe(200);
+      const nextReader = (next.body as ReadableStream<Uint8Array>).getReader();
+      let nextText = "";
+      while (!nextText.includes("text-delta")) nextText += new TextDecoder().decode((await nextReader.read()).value);
+      expect(Date.now() - started).toBeLessThan(5000);
+      await nextReader.cancel();
+
+      const storage = openStorage(db);
+      try {
+        expect(await storage.findRun(ids.run_id)).toMatchObject({ status: "cancelled", error: expect.stringContaining("abandoned") });
+        const messages = await storage.listRecentMessages(ids.conversation_id, 10);
+        expect(messages.map((m) => m.turnIndex)).toEqual(messages.map((_, i) => i));
+        expect(messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["lost", "next"]);
+      } finally {
+        await storage.close();
+      }
+    } finally {
+      await killAll();
+      await drop();
+    }
+  }, 60_000);
+}
+
 describe("two channelkit serve processes on one SQLite file", () => {
   twoServers(async () => {
     const db = join(tmpdir(), `channelkit-multi-${randomUUID()}.db`);
@@ -320,6 +371,23 @@ describe("two channelkit serve processes on one SQLite file", () => {
 
 describeWithPostgres("two channelkit serve processes on one Postgres database", (serverUrl) => {
   twoServers(async () => {
+    const database = await createTestDatabase(serverUrl);
+    return { db: database.url, drop: () => database.drop() };
+  });
+});
+
+describe("a crash on SQLite", () => {
+  takeOverAfterACrash(async () => {
+    const db = join(tmpdir(), `channelkit-crash-${randomUUID()}.db`);
+    return {
+      db,
+      drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined),
+    };
+  });
+});
+
+describeWithPostgres("a crash on Postgres", (serverUrl) => {
+  takeOverAfterACrash(async () => {
     const database = await createTestDatabase(serverUrl);
     return { db: database.url, drop: () => database.drop() };
   });

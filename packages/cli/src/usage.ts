@@ -14,7 +14,7 @@ export function errorLine(message: string): string {
 export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
-  serve [--port 3000] [--host 127.0.0.1] [--demo]
+  serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000]
   migrate
   tenant create --name NAME
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
