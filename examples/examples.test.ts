@@ -137,3 +137,15 @@ describe("examples", () => {
     });
   });
 });
+
+describe("npx channelkit, as the examples' READMEs write it", () => {
+  it("is linked by npm install in the repository, from every workspace, and runs", async () => {
+    // npm links bins when it installs, before `prepare` builds dist/: the link must not need dist/ to exist.
+    for (const where of [ROOT, join(ROOT, "examples", "node-http")]) {
+      const { stdout } = await run(process.execPath, [join(ROOT, "node_modules", ".bin", "channelkit"), "--help"], { cwd: where });
+      expect(stdout).toContain("Usage: channelkit <command>");
+    }
+    const { stdout } = await run("npx", ["--no-install", "channelkit", "--help"], { cwd: join(ROOT, "examples", "node-http") });
+    expect(stdout).toContain("Usage: channelkit <command>");
+  });
+});
