@@ -44,6 +44,7 @@ export { authenticateApiKey } from "./auth/authenticate.js";
 export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
 export type { RunSteps, TextPart } from "./runs/driver.js";
 export type { RunOutcome } from "./runs/outcome.js";
+export type { RunLifecycle } from "./runs/lifecycle.js";
 
 // Storage implementers (and tools that seed or read a store): what is stored, and how keys
 // and signing secrets are stored.

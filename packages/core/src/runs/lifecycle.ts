@@ -41,7 +41,7 @@ export class RunLifecycle {
   #idle: (() => void) | null = null;
   /** Runs of this process waiting their turn, by conversation: woken when a run there ends. */
   readonly #waiting = new Map<string, Set<() => void>>();
-  /** Runs holding their turn, and the one timer renewing their leases while any is held. */
+  /** Runs holding their turn, and the one timer renewing their leases (made on the first, ended by `close()`). */
   readonly #held = new Set<HeldTurn>();
   #renewals: ReturnType<typeof setInterval> | undefined;
 
