@@ -25,6 +25,8 @@ export interface ServiceContext {
   maxBodyBytes: number;
   historyLimit: number;
   estimateTokens: TokenEstimator;
+  /** Whether the service runs in production (the `production` option, else `NODE_ENV`): development conveniences are refused. */
+  production: boolean;
   /** The runs in flight: start one with `startRun`, never track one by hand. */
   runs: RunLifecycle;
 }

@@ -9,7 +9,11 @@ export { createChannelService, type ChannelService, type ChannelServiceOptions, 
 export type { Logger } from "./context.js";
 export type { ChannelAdmin, CreatedChannel } from "./admin/operations.js";
 export type { ChannelView } from "./admin/channel-view.js";
-export type { CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
+export type { AuditQueryInput, CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
+export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";
+// The admin routes (rotate-key, rotate-signing-secret, channel settings, audit) behind an admin JWT.
+export { adminApi } from "./admin/plugin.js";
+export type { AdminAuthOptions } from "./auth/admin-token.js";
 export type { TokenEstimator } from "./conversations/tokens.js";
 export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
 // Clients of a channel: signing a request body, reading the SSE stream.

@@ -44,4 +44,10 @@ export interface ChannelPlugin {
   name: string;
   /** Routes the plugin answers, relative to the service's `basePath`. */
   routes?: Route[];
+  /**
+   * Start-up work, run once by `createChannelService` before it answers a request (in the
+   * order of `plugins`): check options against the service (throwing fails the start-up),
+   * prepare what the routes need.
+   */
+  init?(ctx: ServiceContext): void | Promise<void>;
 }

@@ -118,12 +118,14 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
     runs: new RunLifecycle({ logger, leaseMs: options.turnLeaseMs ?? 30_000 }),
+    production,
   };
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
   for (const plugin of [apiChannel(), ...(options.plugins ?? [])]) {
+    if ("init" in plugin && plugin.init) await plugin.init(ctx);
     for (const route of plugin.routes ?? []) {
       router.add(route);
       routes.push(Object.freeze({ method: route.method.toUpperCase(), path: basePath + route.path }));

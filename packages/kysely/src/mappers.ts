@@ -1,6 +1,6 @@
-import type { ApiKeyRecord, ChannelRecord, ConversationRecord, Environment, MessageRecord, NewMessage, RunRecord } from "@channelkit/core";
+import type { ApiKeyRecord, AuditEventRecord, ChannelRecord, ConversationRecord, Environment, MessageRecord, NewMessage, RunRecord } from "@channelkit/core";
 import type { Selectable } from "kysely";
-import type { ApiKeysTable, ChannelsTable, ConversationsTable, MessagesTable, RunsTable } from "./schema.js";
+import type { ApiKeysTable, AuditEventsTable, ChannelsTable, ConversationsTable, MessagesTable, RunsTable } from "./schema.js";
 
 /** JSON text of a value; `undefined` is stored as null. */
 export function toJson(value: unknown): string | null {
@@ -158,5 +158,35 @@ export function rowToRun(row: Selectable<RunsTable>): RunRecord {
     startedAt: row.started_at,
     completedAt: row.completed_at,
     durationMs: Number(row.duration_ms),
+  };
+}
+
+export function auditToRow(event: AuditEventRecord): AuditEventsTable {
+  return {
+    id: event.id,
+    timestamp: event.timestamp,
+    tenant_id: event.tenantId,
+    channel_id: event.channelId,
+    actor: event.actor,
+    via: event.via,
+    operation: event.operation,
+    changes: JSON.stringify(event.changes),
+    outcome: event.outcome,
+    error_code: event.errorCode,
+  };
+}
+
+export function rowToAudit(row: Selectable<AuditEventsTable>): AuditEventRecord {
+  return {
+    id: row.id,
+    timestamp: row.timestamp,
+    tenantId: row.tenant_id,
+    channelId: row.channel_id,
+    actor: row.actor,
+    via: row.via as AuditEventRecord["via"],
+    operation: row.operation,
+    changes: JSON.parse(row.changes),
+    outcome: row.outcome as AuditEventRecord["outcome"],
+    errorCode: row.error_code,
   };
 }

@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
 import { runTurns } from "./migration-0002-run-turns.js";
+import { auditEvents } from "./migration-0003-audit-events.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -112,6 +113,7 @@ export const migrations: Record<string, Migration> = {
     },
   },
   "0002_run_turns": runTurns,
+  "0003_audit_events": auditEvents,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

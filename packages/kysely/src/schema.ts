@@ -12,6 +12,7 @@ export interface Database {
   conversations: ConversationsTable;
   messages: MessagesTable;
   runs: RunsTable;
+  audit_events: AuditEventsTable;
 }
 
 interface TenantsTable {
@@ -101,6 +102,20 @@ export interface RunsTable {
   completed_at: string;
   duration_ms: number;
   ticket: number | null;
+}
+
+export interface AuditEventsTable {
+  id: string;
+  timestamp: string;
+  tenant_id: string | null;
+  channel_id: string | null;
+  actor: string | null;
+  via: string;
+  operation: string;
+  /** JSON text. */
+  changes: string;
+  outcome: string;
+  error_code: string | null;
 }
 
 /**

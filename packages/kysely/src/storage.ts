@@ -1,5 +1,7 @@
 import type {
   ApiKeyRecord,
+  AuditEventRecord,
+  AuditQuery,
   BeginRunInput,
   ChannelPatch,
   ChannelRecord,
@@ -17,7 +19,7 @@ import type {
 import { newConversationRecord, storedMessage } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
-import { channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToMessage, rowToRun, runToRow, toJson } from "./mappers.js";
+import { auditToRow, channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToAudit, rowToMessage, rowToRun, runToRow, toJson } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
 import { type ChannelsTable, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
@@ -225,8 +227,12 @@ export class KyselyStorage implements Storage {
     return row ? rowToRun(row) : null;
   }
 
-  async createTenant(tenant: TenantRecord): Promise<void> {
-    await this.#exec.rows(this.db.insertInto("tenants").values({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }).compile());
+  async createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void> {
+    const db = this.db;
+    await this.#exec.transaction(function* () {
+      yield* rowsOf(db.insertInto("tenants").values({ id: tenant.id, name: tenant.name, created_at: tenant.createdAt }).compile());
+      if (audit) yield* rowsOf(db.insertInto("audit_events").values(auditToRow(audit)).compile());
+    });
   }
 
   async findTenant(id: string): Promise<TenantRecord | null> {
@@ -244,11 +250,12 @@ export class KyselyStorage implements Storage {
     return Number(row?.count ?? 0);
   }
 
-  async createChannel(channel: ChannelRecord, key: ApiKeyRecord): Promise<void> {
+  async createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void> {
     const db = this.db;
     await this.#exec.transaction(function* () {
       yield* rowsOf(db.insertInto("channels").values(channelToRow(channel)).compile());
       yield* rowsOf(db.insertInto("api_keys").values(keyToRow(key)).compile());
+      if (audit) yield* rowsOf(db.insertInto("audit_events").values(auditToRow(audit)).compile());
     });
   }
 
@@ -257,24 +264,62 @@ export class KyselyStorage implements Storage {
     return row ? rowToChannel(row) : null;
   }
 
-  async updateChannel(id: string, patch: ChannelPatch, updatedAt: string): Promise<ChannelRecord | null> {
-    const query = this.db
+  async updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null> {
+    const db = this.db;
+    // Archived is final: the guard is in the statement, so a channel archived by another
+    // process between an admin's check and this write stays as it is.
+    const update = db
       .updateTable("channels")
       .set({ ...patchToRow(patch), updated_at: updatedAt })
       .where("id", "=", id)
+      .where("state", "<>", "archived")
       .returningAll()
       .compile();
-    const row = (await this.#exec.rows(query))[0];
+    const row = await this.#exec.transaction(function* () {
+      const [updated] = yield* rowsOf(update);
+      if (updated && audit) yield* rowsOf(db.insertInto("audit_events").values(auditToRow(audit)).compile());
+      return updated;
+    });
     return row ? rowToChannel(row) : null;
   }
 
-  async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string): Promise<void> {
+  async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string, audit?: AuditEventRecord): Promise<boolean> {
     const db = this.db;
-    await this.#exec.transaction(function* () {
+    return this.#exec.transaction(function* () {
+      // The channel first: its row lock orders concurrent rotations, and an archived channel gets no new key.
+      const [channel] = yield* rowsOf(
+        db
+          .updateTable("channels")
+          .set({ api_key_hint: key.hint, updated_at: revokedAt })
+          .where("id", "=", channelId)
+          .where("state", "<>", "archived")
+          .returning("id")
+          .compile(),
+      );
+      if (!channel) return false;
       yield* rowsOf(db.updateTable("api_keys").set({ revoked_at: revokedAt }).where("channel_id", "=", channelId).where("revoked_at", "is", null).compile());
       yield* rowsOf(db.insertInto("api_keys").values(keyToRow(key)).compile());
-      yield* rowsOf(db.updateTable("channels").set({ api_key_hint: key.hint, updated_at: revokedAt }).where("id", "=", channelId).compile());
+      if (audit) yield* rowsOf(db.insertInto("audit_events").values(auditToRow(audit)).compile());
+      return true;
     });
+  }
+
+  async appendAuditEvent(event: AuditEventRecord): Promise<void> {
+    await this.#exec.rows(this.db.insertInto("audit_events").values(auditToRow(event)).compile());
+  }
+
+  async listAuditEvents(query: AuditQuery): Promise<AuditEventRecord[]> {
+    const { before, tenantId, channelId } = query;
+    let select = this.db.selectFrom("audit_events").selectAll();
+    if (tenantId !== undefined) select = select.where("tenant_id", "=", tenantId);
+    if (channelId !== undefined) select = select.where("channel_id", "=", channelId);
+    if (before !== undefined) {
+      select = select.where((eb) =>
+        eb.or([eb("timestamp", "<", before.timestamp), eb.and([eb("timestamp", "=", before.timestamp), eb("id", "<", before.id)])]),
+      );
+    }
+    const rows = await this.#exec.rows(select.orderBy("timestamp", "desc").orderBy("id", "desc").limit(query.limit).compile());
+    return rows.map(rowToAudit);
   }
 }
 

@@ -53,13 +53,14 @@ export async function memoryTestStore(): Promise<TestStore> {
   };
   const storage: Storage = {
     ...inner,
-    async createChannel(channel, key) {
-      await inner.createChannel(channel, key);
+    async createChannel(channel, key, audit) {
+      await inner.createChannel(channel, key, audit);
       remember(key.channelId, key.hash);
     },
-    async replaceChannelKey(channelId, key, revokedAt) {
-      await inner.replaceChannelKey(channelId, key, revokedAt);
-      remember(key.channelId, key.hash);
+    async replaceChannelKey(channelId, key, revokedAt, audit) {
+      const replaced = await inner.replaceChannelKey(channelId, key, revokedAt, audit);
+      if (replaced) remember(key.channelId, key.hash);
+      return replaced;
     },
     async findKeyByHash(hash) {
       const found = await inner.findKeyByHash(hash);

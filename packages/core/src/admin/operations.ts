@@ -1,11 +1,20 @@
-import { apiKeyHint, generateApiKey, prefixFor, randomBase62 } from "../auth/api-keys.js";
-import { hashApiKey } from "../auth/api-keys.js";
+import { apiKeyHint, generateApiKey, hashApiKey, prefixFor, randomBase62 } from "../auth/api-keys.js";
 import type { ServiceContext } from "../context.js";
-import { ServiceError } from "../http/errors.js";
+import { isServiceError, ServiceError } from "../http/errors.js";
 import { validate } from "../http/validate.js";
-import type { ApiKeyRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
+import { isoNow } from "../runs/timestamp.js";
+import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
+import { type AuditOperation, type AuditPage, auditCursor, auditView, channelChanges, parseAuditCursor } from "./audit.js";
 import { type ChannelView, channelView } from "./channel-view.js";
-import { type CreateChannelInput, type UpdateChannelInput, createChannelSchema, createTenantSchema, updateChannelSchema } from "./schemas.js";
+import {
+  type AuditQueryInput,
+  auditQuerySchema,
+  type CreateChannelInput,
+  createChannelSchema,
+  createTenantSchema,
+  type UpdateChannelInput,
+  updateChannelSchema,
+} from "./schemas.js";
 
 /** A channel with its key in clear, shown once. */
 export interface CreatedChannel {
@@ -16,20 +25,79 @@ export interface CreatedChannel {
 
 /**
  * Programmatic administration: what the `channelkit` command and the admin routes call.
- * Keys and signing secrets are returned in clear only by the call that creates them.
+ * Keys and signing secrets are returned in clear only by the call that creates them. Every
+ * operation that changes something is recorded in the audit trail, refused ones included,
+ * with the actor of {@link ChannelAdmin.as} (`service` by default); a success is recorded
+ * in the same transaction as its change.
  */
 export interface ChannelAdmin {
   createTenant(input: { name: string }): Promise<{ tenant: TenantRecord }>;
   createChannel(input: CreateChannelInput): Promise<CreatedChannel>;
   getChannel(channelId: string): Promise<{ channel: ChannelView }>;
-  /** Applies a patch; `signing_secret` is set only when `requireSignature` went from false to true. */
+  /**
+   * Applies a patch. `signing_secret` is set only when `requireSignature` went from false to
+   * true: the stored secret when the channel kept one, else a new one.
+   */
   updateChannel(channelId: string, input: UpdateChannelInput): Promise<{ channel: ChannelView; signing_secret?: string }>;
   /** Revokes the active key and issues a new one with the same prefix and environment. */
   rotateKey(channelId: string): Promise<{ api_key: string; channel: { id: string; api_key_hint: string } }>;
   /** Replaces the signing secret; the previous one stops working at once. */
   rotateSigningSecret(channelId: string): Promise<{ signing_secret: string; channel: { id: string; has_signing_secret: true } }>;
+  /** The audit trail, newest first, a page at a time (default 50 events, at most 200). */
+  audit(query?: AuditQueryInput): Promise<AuditPage>;
+  /**
+   * The same operations, recorded in the audit trail as done by `actor` (a user name, a
+   * service account): `service.admin.as("alice@example.com").rotateKey(id)`.
+   */
+  as(actor: string): ChannelAdmin;
   /** Tenants stored so far. */
   countTenants(): Promise<number>;
+}
+
+/** Who calls the operations, for the audit trail; `tenantId` confines them to one tenant's channels. */
+export interface AdminCaller {
+  actor: string | null;
+  via: AuditEventRecord["via"];
+  /** Set for the admin routes: a channel of another tenant is `channel_not_found`. */
+  tenantId?: string;
+}
+
+/** What an operation acted on, filled in as the operation learns it (for the record of a refusal). */
+export interface AuditTarget {
+  tenantId: string | null;
+  channelId: string | null;
+}
+
+function auditRecord(
+  caller: AdminCaller,
+  operation: AuditOperation,
+  target: AuditTarget,
+  changes: AuditEventRecord["changes"],
+  errorCode: string | null,
+): AuditEventRecord {
+  return {
+    id: crypto.randomUUID(),
+    timestamp: isoNow(),
+    tenantId: target.tenantId,
+    channelId: target.channelId,
+    actor: caller.actor,
+    via: caller.via,
+    operation,
+    changes,
+    outcome: errorCode === null ? "success" : "failure",
+    errorCode,
+  };
+}
+
+/**
+ * Records that an operation was refused with `error`. A refusal that cannot be recorded is
+ * logged, so that the operation's own error still answers.
+ */
+export async function recordRefusal(ctx: ServiceContext, caller: AdminCaller, operation: AuditOperation, target: AuditTarget, error: unknown): Promise<void> {
+  const code = isServiceError(error) ? error.code : "runtime_error";
+  await ctx.storage.appendAuditEvent(auditRecord(caller, operation, target, {}, code)).catch((failure) => {
+    ctx.logger.error(`channelkit: the refused ${operation} could not be recorded in the audit trail`, failure);
+  });
 }
 
 /** A new signing secret: 256 random bits in base62. */
@@ -37,13 +105,29 @@ function generateSigningSecret(): string {
   return `svc_sig_${randomBase62(43)}`;
 }
 
-/** Builds the {@link ChannelAdmin} of a service. */
-export function createChannelAdmin(ctx: ServiceContext): ChannelAdmin {
+/** Builds the {@link ChannelAdmin} of a service, acting for `caller`. */
+export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { actor: "service", via: "service" }): ChannelAdmin {
   const { storage } = ctx;
+
+  const record = (operation: AuditOperation, target: AuditTarget, changes: AuditEventRecord["changes"]) =>
+    auditRecord(caller, operation, target, changes, null);
+
+  /**
+   * Runs an operation; when it fails, records the refusal (its success is recorded by the
+   * operation itself, with its write).
+   */
+  async function audited<T>(operation: AuditOperation, target: AuditTarget, body: () => Promise<T>): Promise<T> {
+    try {
+      return await body();
+    } catch (error) {
+      await recordRefusal(ctx, caller, operation, target, error);
+      throw error;
+    }
+  }
 
   async function newKey(channel: ChannelRecord, now: string): Promise<{ key: string; record: ApiKeyRecord }> {
     const key = generateApiKey(prefixFor(channel.mode, channel.environment));
-    const record: ApiKeyRecord = {
+    const keyRecord: ApiKeyRecord = {
       id: crypto.randomUUID(),
       channelId: channel.id,
       tenantId: channel.tenantId,
@@ -55,14 +139,27 @@ export function createChannelAdmin(ctx: ServiceContext): ChannelAdmin {
       expiresAt: null,
       revokedAt: null,
     };
-    return { key, record };
+    return { key, record: keyRecord };
   }
 
-  async function manageable(channelId: string): Promise<ChannelRecord> {
+  /** The caller's channel; another tenant's is not found, as if it did not exist. */
+  async function ownChannel(channelId: string, target?: AuditTarget): Promise<ChannelRecord> {
     const channel = await storage.findChannel(channelId);
-    if (!channel) throw new ServiceError("channel_not_found");
+    if (!channel || (caller.tenantId !== undefined && channel.tenantId !== caller.tenantId)) throw new ServiceError("channel_not_found");
+    if (target) target.tenantId = channel.tenantId;
+    return channel;
+  }
+
+  /** The caller's channel, when it may still be managed (archived is final). */
+  async function manageable(channelId: string, target: AuditTarget): Promise<ChannelRecord> {
+    const channel = await ownChannel(channelId, target);
     if (channel.state === "archived") throw new ServiceError("channel_archived");
     return channel;
+  }
+
+  /** Why a guarded write changed nothing: the channel was archived (or removed) since it was read. */
+  async function goneOrArchived(channelId: string): Promise<ServiceError> {
+    return new ServiceError((await storage.findChannel(channelId)) ? "channel_archived" : "channel_not_found");
   }
 
   function requireFlow(name: string): void {
@@ -72,84 +169,135 @@ export function createChannelAdmin(ctx: ServiceContext): ChannelAdmin {
     }
   }
 
+  /** The target of an operation on `channelId`, before the channel is read. */
+  function channelTarget(channelId: string): AuditTarget {
+    return { tenantId: caller.tenantId ?? null, channelId };
+  }
+
   return {
-    async createTenant(input) {
-      const { name } = validate(createTenantSchema, input);
-      const tenant: TenantRecord = { id: crypto.randomUUID(), name, createdAt: new Date().toISOString() };
-      await storage.createTenant(tenant);
-      return { tenant };
+    createTenant(input) {
+      const target: AuditTarget = { tenantId: null, channelId: null };
+      return audited("create_tenant", target, async () => {
+        const { name } = validate(createTenantSchema, input);
+        const tenant: TenantRecord = { id: crypto.randomUUID(), name, createdAt: isoNow() };
+        target.tenantId = tenant.id;
+        await storage.createTenant(tenant, record("create_tenant", target, { name: { from: null, to: name } }));
+        return { tenant };
+      });
     },
 
-    async createChannel(input) {
-      const parsed = validate(createChannelSchema, input);
-      requireFlow(parsed.flow);
-      if (!(await storage.findTenant(parsed.tenantId))) {
-        throw new ServiceError("validation_error", `No tenant exists with id ${parsed.tenantId}.`);
-      }
-      const now = new Date().toISOString();
-      const signingSecret = parsed.requireSignature ? generateSigningSecret() : null;
-      const channel: ChannelRecord = {
-        id: crypto.randomUUID(),
-        tenantId: parsed.tenantId,
-        name: parsed.name ?? null,
-        type: parsed.type,
-        mode: parsed.mode,
-        environment: parsed.environment,
-        state: "active",
-        flowName: parsed.flow,
-        allowedOrigins: parsed.allowedOrigins,
-        defaultStream: parsed.defaultStream,
-        requireSignature: parsed.requireSignature,
-        signingSecretEncrypted: signingSecret === null ? null : await ctx.secrets.encrypt(signingSecret),
-        apiKeyHint: null,
-        clientId: parsed.type === "webhook" ? randomBase62(24) : null,
-        languages: parsed.languages,
-        livechatMessages: parsed.livechatMessages,
-        createdAt: now,
-        updatedAt: now,
-      };
-      const { key, record } = await newKey(channel, now);
-      channel.apiKeyHint = record.hint;
-      await storage.createChannel(channel, record);
-      return { channel: channelView(channel), api_key: key, signing_secret: signingSecret };
+    createChannel(input) {
+      const tenantId = (input as { tenantId?: unknown } | null)?.tenantId;
+      const target: AuditTarget = { tenantId: caller.tenantId ?? (typeof tenantId === "string" ? tenantId : null), channelId: null };
+      return audited("create_channel", target, async () => {
+        const parsed = validate(createChannelSchema, input);
+        requireFlow(parsed.flow);
+        if (!(await storage.findTenant(parsed.tenantId))) {
+          throw new ServiceError("validation_error", `No tenant exists with id ${parsed.tenantId}.`);
+        }
+        const now = isoNow();
+        const signingSecret = parsed.requireSignature ? generateSigningSecret() : null;
+        const channel: ChannelRecord = {
+          id: crypto.randomUUID(),
+          tenantId: parsed.tenantId,
+          name: parsed.name ?? null,
+          type: parsed.type,
+          mode: parsed.mode,
+          environment: parsed.environment,
+          state: "active",
+          flowName: parsed.flow,
+          allowedOrigins: parsed.allowedOrigins,
+          defaultStream: parsed.defaultStream,
+          requireSignature: parsed.requireSignature,
+          signingSecretEncrypted: signingSecret === null ? null : await ctx.secrets.encrypt(signingSecret),
+          apiKeyHint: null,
+          clientId: parsed.type === "webhook" ? randomBase62(24) : null,
+          languages: parsed.languages,
+          livechatMessages: parsed.livechatMessages,
+          createdAt: now,
+          updatedAt: now,
+        };
+        const { key, record: keyRecord } = await newKey(channel, now);
+        channel.apiKeyHint = keyRecord.hint;
+        const view = channelView(channel);
+        target.channelId = channel.id;
+        await storage.createChannel(channel, keyRecord, record("create_channel", target, channelChanges(null, view)));
+        return { channel: view, api_key: key, signing_secret: signingSecret };
+      });
     },
 
     async getChannel(channelId) {
-      const channel = await storage.findChannel(channelId);
-      if (!channel) throw new ServiceError("channel_not_found");
-      return { channel: channelView(channel) };
+      return { channel: channelView(await ownChannel(channelId)) };
     },
 
-    async updateChannel(channelId, input) {
-      const parsed = validate(updateChannelSchema, input);
-      const channel = await manageable(channelId);
-      if (parsed.flow !== undefined) requireFlow(parsed.flow);
-      const { flow, ...rest } = parsed;
-      const patch: ChannelPatch = { ...rest, ...(flow === undefined ? {} : { flowName: flow }) };
-      let signingSecret: string | undefined;
-      if (parsed.requireSignature === true && !channel.requireSignature) {
-        signingSecret = generateSigningSecret();
-        patch.signingSecretEncrypted = await ctx.secrets.encrypt(signingSecret);
-      }
-      const updated = await storage.updateChannel(channelId, patch, new Date().toISOString());
-      if (!updated) throw new ServiceError("channel_not_found");
-      return signingSecret === undefined ? { channel: channelView(updated) } : { channel: channelView(updated), signing_secret: signingSecret };
+    updateChannel(channelId, input) {
+      const target = channelTarget(channelId);
+      return audited("update_channel", target, async () => {
+        const parsed = validate(updateChannelSchema, input);
+        const channel = await manageable(channelId, target);
+        if (parsed.flow !== undefined) requireFlow(parsed.flow);
+        const { flow, ...rest } = parsed;
+        const patch: ChannelPatch = { ...rest, ...(flow === undefined ? {} : { flowName: flow }) };
+        let signingSecret: string | undefined;
+        if (parsed.requireSignature === true && !channel.requireSignature) {
+          // Turning the check back on keeps the secret that turning it off kept: integrators
+          // that went on signing keep working. A channel without one (or whose secret the
+          // master key no longer opens) gets a new one.
+          const stored = channel.signingSecretEncrypted === null ? null : await ctx.secrets.decrypt(channel.signingSecretEncrypted);
+          signingSecret = stored ?? generateSigningSecret();
+          if (stored === null) patch.signingSecretEncrypted = await ctx.secrets.encrypt(signingSecret);
+        }
+        const changes = channelChanges(channelView(channel), channelView({ ...channel, ...patch }));
+        const updated = await storage.updateChannel(channelId, patch, isoNow(), record("update_channel", target, changes));
+        if (!updated) throw await goneOrArchived(channelId);
+        const view = channelView(updated);
+        return signingSecret === undefined ? { channel: view } : { channel: view, signing_secret: signingSecret };
+      });
     },
 
-    async rotateKey(channelId) {
-      const channel = await manageable(channelId);
-      const now = new Date().toISOString();
-      const { key, record } = await newKey(channel, now);
-      await storage.replaceChannelKey(channel.id, record, now);
-      return { api_key: key, channel: { id: channel.id, api_key_hint: record.hint } };
+    rotateKey(channelId) {
+      const target = channelTarget(channelId);
+      return audited("rotate_key", target, async () => {
+        const channel = await manageable(channelId, target);
+        const now = isoNow();
+        const { key, record: keyRecord } = await newKey(channel, now);
+        const changes = { api_key_hint: { from: channel.apiKeyHint, to: keyRecord.hint } };
+        if (!(await storage.replaceChannelKey(channel.id, keyRecord, now, record("rotate_key", target, changes)))) throw await goneOrArchived(channelId);
+        return { api_key: key, channel: { id: channel.id, api_key_hint: keyRecord.hint } };
+      });
     },
 
-    async rotateSigningSecret(channelId) {
-      await manageable(channelId);
-      const secret = generateSigningSecret();
-      const sealed = await ctx.secrets.encrypt(secret);
-      await storage.updateChannel(channelId, { signingSecretEncrypted: sealed }, new Date().toISOString());
-      return { signing_secret: secret, channel: { id: channelId, has_signing_secret: true } };
+    rotateSigningSecret(channelId) {
+      const target = channelTarget(channelId);
+      return audited("rotate_signing_secret", target, async () => {
+        const channel = await manageable(channelId, target);
+        const secret = generateSigningSecret();
+        const sealed = await ctx.secrets.encrypt(secret);
+        // The secret itself is never recorded: the event says that it was replaced.
+        const changes = { signing_secret: { from: channel.signingSecretEncrypted === null ? "none" : "previous", to: "new" } };
+        const updated = await storage.updateChannel(channelId, { signingSecretEncrypted: sealed }, isoNow(), record("rotate_signing_secret", target, changes));
+        if (!updated) throw await goneOrArchived(channelId);
+        return { signing_secret: secret, channel: { id: channelId, has_signing_secret: true } };
+      });
+    },
+
+    async audit(input = {}) {
+      const query = validate(auditQuerySchema, input);
+      const tenantId = caller.tenantId ?? query.tenantId;
+      const events = await storage.listAuditEvents({
+        limit: query.limit + 1,
+        ...(tenantId === undefined ? {} : { tenantId }),
+        ...(query.channelId === undefined ? {} : { channelId: query.channelId }),
+        ...(query.cursor === undefined ? {} : { before: parseAuditCursor(query.cursor) }),
+      });
+      // One more than asked for says whether there is a next page.
+      const page = events.slice(0, query.limit);
+      const last = page.at(-1);
+      return { events: page.map(auditView), next_cursor: events.length > query.limit && last ? auditCursor(last) : null };
+    },
+
+    as(actor) {
+      return createChannelAdmin(ctx, { ...caller, actor });
     },
 
     countTenants: () => storage.countTenants(),

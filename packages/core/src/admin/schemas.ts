@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { integerParam } from "../http/validate.js";
 
 const environment = z.enum(["prod", "dev", "staging"]);
 const origin = z.string().refine((value) => {
@@ -49,3 +50,40 @@ export const updateChannelSchema = z
 export type CreateChannelInput = z.input<typeof createChannelSchema>;
 /** Raw input of {@link updateChannelSchema}. */
 export type UpdateChannelInput = z.input<typeof updateChannelSchema>;
+
+/** Input of `admin.audit`. */
+export const auditQuerySchema = z.strictObject({
+  /** Every tenant's events when absent (the admin routes always pass theirs). */
+  tenantId: z.string().min(1).optional(),
+  channelId: z.string().min(1).optional(),
+  limit: z.number().int().min(1, "limit must be 1 to 200").max(200, "limit must be 1 to 200").default(50),
+  /** `next_cursor` of the previous page. */
+  cursor: z.string().min(1).optional(),
+});
+
+/** Raw input of {@link auditQuerySchema}. */
+export type AuditQueryInput = z.input<typeof auditQuerySchema>;
+
+/**
+ * Body of `PATCH /api/v1/channels/{channel_id}`, in the wire's names. Unknown fields are
+ * refused rather than ignored: an admin wants a typo caught, not a setting silently kept.
+ */
+export const patchChannelBodySchema = z.strictObject(
+  {
+    name: z.string().max(200).nullable().optional(),
+    state: z.enum(["active", "inactive", "archived"], "state must be active, inactive or archived").optional(),
+    allowed_origins: z.array(origin).optional(),
+    default_stream: z.boolean("default_stream must be a boolean").optional(),
+    config: z
+      .strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, "config must be an object")
+      .optional(),
+  },
+  "the body must be a JSON object",
+);
+
+/** Query of `GET /api/v1/audit`. */
+export const auditRouteQuerySchema = z.strictObject({
+  channel_id: z.string().min(1, "channel_id must not be empty").optional(),
+  limit: integerParam("limit", 1, 200, 50),
+  cursor: z.string().min(1, "cursor must not be empty").optional(),
+});

@@ -9,7 +9,7 @@ interface WithHeaders {
 }
 
 /** The bearer token of a request, or null when there is no `Authorization: Bearer` header. */
-function bearerToken(request: WithHeaders): string | null {
+export function bearerToken(request: WithHeaders): string | null {
   const header = request.headers.get("authorization");
   if (header === null) return null;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);

@@ -1,8 +1,11 @@
 import { ServiceError } from "./errors.js";
-import type { IncomingRequest } from "./reply.js";
+import type { IncomingRequest, RequestHeaders } from "./reply.js";
+
+/** What reading a body needs of a request: a plugin's `RouteRequest` has it too. */
+type WithBody = Pick<IncomingRequest, "body" | "arrayBuffer" | "bytes"> & { readonly headers: Pick<RequestHeaders, "get"> };
 
 /** Rejects any body that is not JSON; media-type parameters such as `charset` are allowed. */
-export function requireJsonContentType(request: IncomingRequest): void {
+export function requireJsonContentType(request: { readonly headers: Pick<RequestHeaders, "get"> }): void {
   const type = request.headers.get("content-type");
   const essence = type?.split(";")[0]?.trim().toLowerCase();
   if (essence !== "application/json") throw new ServiceError("unsupported_media_type");
@@ -12,7 +15,7 @@ export function requireJsonContentType(request: IncomingRequest): void {
  * Reads the exact raw body bytes (HMAC is computed over them), refusing more than
  * `maxBytes` without buffering the excess.
  */
-export async function readRawBody(request: IncomingRequest, maxBytes: number): Promise<Uint8Array> {
+export async function readRawBody(request: WithBody, maxBytes: number): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     if (Number(declared) > maxBytes) throw tooLarge(maxBytes);

@@ -15,11 +15,11 @@ export function withCors(request: IncomingRequest, reply: Reply): Reply {
 }
 
 /** The answer to an `OPTIONS` preflight: no authentication, no body. */
-export function preflight(allowMethods: string): Reply {
+export function preflight(allowMethods: string, allowHeaders = "Authorization, Content-Type"): Reply {
   return {
     status: 204,
     headers: {
-      "access-control-allow-headers": "Authorization, Content-Type",
+      "access-control-allow-headers": allowHeaders,
       "access-control-allow-methods": allowMethods,
       "access-control-max-age": "600",
     },

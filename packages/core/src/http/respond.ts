@@ -1,5 +1,5 @@
 import { ERROR_CODES, type ErrorCode, type ServiceError } from "./errors.js";
-import type { Reply } from "./reply.js";
+import { type Reply, toResponse } from "./reply.js";
 
 /** A JSON reply. Its body is one string, so an adapter sends it in one write with its length. */
 export function json(body: unknown, status = 200, headers?: Record<string, string>): Reply {
@@ -8,6 +8,11 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
     headers: headers ? { ...headers, "content-type": JSON_TYPE } : { "content-type": JSON_TYPE },
     body: JSON.stringify(body),
   };
+}
+
+/** {@link json} as a Web `Response`, for routes of the public plugin shape. */
+export function jsonResponse(body: unknown, status = 200): Response {
+  return toResponse(json(body, status));
 }
 
 const JSON_TYPE = "application/json; charset=utf-8";

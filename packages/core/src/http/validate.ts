@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { ServiceError } from "./errors.js";
 
 /** Parses `input` with a schema, turning failures into a `validation_error` listing each issue. */
@@ -9,3 +9,18 @@ export function validate<Schema extends z.ZodType>(schema: Schema, input: unknow
   const message = details.map((issue) => issue.message).join("; ");
   throw new ServiceError("validation_error", message, { details });
 }
+
+/** An integer query parameter from `min` to `max`, `fallback` when absent. */
+export const integerParam = (name: string, min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return fallback;
+      const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+      if (!Number.isSafeInteger(number) || number < min || number > max) {
+        ctx.addIssue({ code: "custom", message: `${name} must be an integer from ${min} to ${max}` });
+        return z.NEVER;
+      }
+      return number;
+    });

@@ -75,6 +75,7 @@ async function setup() {
     historyLimit: 50,
     estimateTokens,
     runs: new RunLifecycle({ logger: silent, leaseMs: 30_000 }),
+    production: false,
   };
   const request = { signal: new AbortController().signal };
   const start = (payload: string, live: boolean, conversationId?: string) =>

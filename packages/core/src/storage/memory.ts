@@ -1,5 +1,7 @@
 import type {
   ApiKeyRecord,
+  AuditEventRecord,
+  AuditQuery,
   BeginRunInput,
   ChannelPatch,
   ChannelRecord,
@@ -52,6 +54,10 @@ interface ConversationRow extends Omit<ConversationRecord, "flowState"> {
 
 interface MessageRow extends Omit<MessageRecord, "toolCalls"> {
   toolCalls: string | null;
+}
+
+interface AuditRow extends Omit<AuditEventRecord, "changes"> {
+  changes: string;
 }
 
 interface RunRow extends Omit<RunRecord, "result" | "executionOrder"> {
@@ -108,6 +114,7 @@ export function memoryStorage(): Storage {
   const runs = new Map<string, RunRow>();
   /** Unique index on `runs (conversation_id, ticket)`. */
   const runsByTicket = new Map<string, string>();
+  const auditEvents = new Map<string, AuditRow>();
   let closed = false;
 
   /** The undo steps of the transaction being applied, or null outside one. */
@@ -188,6 +195,12 @@ export function memoryStorage(): Storage {
     if (ticketKey !== null && runsByTicket.has(ticketKey)) throw new ConstraintError(`conversation ${run.conversationId} has a run with ticket ${ticket}`);
     put(runs, run.id, runToRow(run, ticket));
     if (ticketKey !== null) put(runsByTicket, ticketKey, run.id);
+  }
+
+  function insertAudit(event: AuditEventRecord | undefined): void {
+    if (event === undefined) return;
+    if (auditEvents.has(event.id)) throw new ConstraintError(`audit event ${event.id} exists`);
+    put(auditEvents, event.id, { ...event, changes: JSON.stringify(event.changes) });
   }
 
   function runOfTicket(conversationId: string, ticket: number): RunRow | undefined {
@@ -386,8 +399,11 @@ export function memoryStorage(): Storage {
       return row ? rowToRun(row) : null;
     },
 
-    async createTenant(tenant: TenantRecord): Promise<void> {
-      transaction(() => insertTenant(tenant));
+    async createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void> {
+      transaction(() => {
+        insertTenant(tenant);
+        insertAudit(audit);
+      });
     },
 
     async findTenant(id: string): Promise<TenantRecord | null> {
@@ -401,10 +417,11 @@ export function memoryStorage(): Storage {
       return tenants.size;
     },
 
-    async createChannel(channel: ChannelRecord, key: ApiKeyRecord): Promise<void> {
+    async createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void> {
       transaction(() => {
         insertChannel(channel);
         insertKey(key);
+        insertAudit(audit);
       });
     },
 
@@ -414,25 +431,48 @@ export function memoryStorage(): Storage {
       return row ? rowToChannel(row) : null;
     },
 
-    async updateChannel(id: string, patch: ChannelPatch, updatedAt: string): Promise<ChannelRecord | null> {
+    async updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null> {
       return transaction(() => {
         const row = channels.get(id);
-        if (!row) return null;
+        if (!row || row.state === "archived") return null;
         const updated = { ...row, ...patchToRow(patch), updatedAt };
         put(channels, id, updated);
+        insertAudit(audit);
         return rowToChannel(updated);
       });
     },
 
-    async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string): Promise<void> {
-      transaction(() => {
+    async replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string, audit?: AuditEventRecord): Promise<boolean> {
+      return transaction(() => {
+        const channel = channels.get(channelId);
+        if (!channel || channel.state === "archived") return false;
         for (const stored of [...keys.values()]) {
           if (stored.channelId === channelId && stored.revokedAt === null) put(keys, stored.id, { ...stored, revokedAt });
         }
         insertKey(key);
-        const channel = channels.get(channelId);
-        if (channel) put(channels, channelId, { ...channel, apiKeyHint: key.hint, updatedAt: revokedAt });
+        put(channels, channelId, { ...channel, apiKeyHint: key.hint, updatedAt: revokedAt });
+        insertAudit(audit);
+        return true;
       });
+    },
+
+    async appendAuditEvent(event: AuditEventRecord): Promise<void> {
+      transaction(() => insertAudit(event));
+    },
+
+    async listAuditEvents(query: AuditQuery): Promise<AuditEventRecord[]> {
+      open();
+      const { before } = query;
+      return [...auditEvents.values()]
+        .filter(
+          (row) =>
+            (query.tenantId === undefined || row.tenantId === query.tenantId) &&
+            (query.channelId === undefined || row.channelId === query.channelId) &&
+            (before === undefined || row.timestamp < before.timestamp || (row.timestamp === before.timestamp && row.id < before.id)),
+        )
+        .sort((a, b) => (a.timestamp === b.timestamp ? compare(b.id, a.id) : compare(b.timestamp, a.timestamp)))
+        .slice(0, query.limit)
+        .map((row) => ({ ...row, changes: JSON.parse(row.changes) }));
     },
 
     async migrate(): Promise<void> {
@@ -450,6 +490,11 @@ export function memoryStorage(): Storage {
   }
 
   return storage;
+}
+
+/** Orders strings by code unit, as SQL's binary collation (SQLite's default, Postgres's `C`) does. */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function channelToRow(channel: ChannelRecord): ChannelRow {

@@ -252,6 +252,38 @@ export type ChannelPatch = Partial<
   >
 >;
 
+/** What an admin operation did, as the audit trail stores it. Never holds a key or a secret. */
+export interface AuditEventRecord {
+  id: string;
+  /** ISO 8601 time of the operation. */
+  timestamp: string;
+  /** The tenant the operation acted on, or null when it is unknown (a channel id that matches nothing). */
+  tenantId: string | null;
+  channelId: string | null;
+  /** Who: the admin token's subject over HTTP, the name given to `admin.as()`, `cli` for the command. */
+  actor: string | null;
+  /** Through what: the admin routes (`http`) or `service.admin` (the command included). */
+  via: "http" | "service";
+  /** `create_tenant`, `create_channel`, `update_channel`, `rotate_key` or `rotate_signing_secret`. */
+  operation: string;
+  /** The channel fields it changed, by their name in the channel view: `{ field: { from, to } }`. */
+  changes: Record<string, { from: unknown; to: unknown }>;
+  outcome: "success" | "failure";
+  /** The error code of a failure, null on success. */
+  errorCode: string | null;
+}
+
+/** Which audit events to read, newest first. */
+export interface AuditQuery {
+  /** Only this tenant's events; every tenant's when absent. */
+  tenantId?: string;
+  /** Only this channel's events. */
+  channelId?: string;
+  limit: number;
+  /** Only events strictly older than this one (keyset pagination: its timestamp, then its id). */
+  before?: { timestamp: string; id: string };
+}
+
 /** The operations core needs from a database. */
 export interface Storage {
   /** Finds a key by the hash of its string, with its channel, in one query. */
@@ -290,15 +322,29 @@ export interface Storage {
   storeRun(input: StoreRunInput): Promise<MessageRecord[]>;
   findRun(id: string): Promise<RunRecord | null>;
 
-  createTenant(tenant: TenantRecord): Promise<void>;
+  /** Creates a tenant; with `audit`, records the event in the same transaction. */
+  createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void>;
   findTenant(id: string): Promise<TenantRecord | null>;
   countTenants(): Promise<number>;
-  /** Creates a channel and its first key in one transaction. */
-  createChannel(channel: ChannelRecord, key: ApiKeyRecord): Promise<void>;
+  /** Creates a channel and its first key (and records `audit`) in one transaction. */
+  createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void>;
   findChannel(id: string): Promise<ChannelRecord | null>;
-  updateChannel(id: string, patch: ChannelPatch, updatedAt: string): Promise<ChannelRecord | null>;
-  /** Revokes every active key of the channel and stores the new one, in one transaction. */
-  replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string): Promise<void>;
+  /**
+   * Applies a patch to a channel that is not archived (archived is final) and records
+   * `audit` with it, in one transaction. Null, changing nothing, when no such channel exists
+   * or it is archived.
+   */
+  updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null>;
+  /**
+   * Revokes every active key of a channel that is not archived, stores the new one and
+   * records `audit`, in one transaction. False, changing nothing, when no such channel
+   * exists or it is archived.
+   */
+  replaceChannelKey(channelId: string, key: ApiKeyRecord, revokedAt: string, audit?: AuditEventRecord): Promise<boolean>;
+  /** Records an admin operation that was refused (its successes are recorded with their writes). */
+  appendAuditEvent(event: AuditEventRecord): Promise<void>;
+  /** Audit events, newest first (by timestamp, then id). */
+  listAuditEvents(query: AuditQuery): Promise<AuditEventRecord[]>;
 
   /** Brings the schema up to date. */
   migrate(): Promise<void>;

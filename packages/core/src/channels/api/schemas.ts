@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { integerParam } from "../../http/validate.js";
 
 /** Longest `payload`, in Unicode code points. */
 export const MAX_PAYLOAD_LENGTH = 10_000;
@@ -15,20 +16,6 @@ export const executeRequestSchema = z.object({
   conversation_id: z.uuid({ error: "conversation_id must be a UUID" }).optional(),
   stream: z.boolean({ error: "stream must be a boolean" }).optional(),
 });
-
-const integerParam = (name: string, min: number, max: number, fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined) return fallback;
-      const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-      if (!Number.isSafeInteger(number) || number < min || number > max) {
-        ctx.addIssue({ code: "custom", message: `${name} must be an integer from ${min} to ${max}` });
-        return z.NEVER;
-      }
-      return number;
-    });
 
 /** The history route's query string. */
 export const historyQuerySchema = z.object({

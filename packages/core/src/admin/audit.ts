@@ -1,0 +1,103 @@
+import { fromBase64Url, toBase64Url, utf8 } from "../auth/encoding.js";
+import { ServiceError } from "../http/errors.js";
+import type { AuditEventRecord, AuditQuery } from "../storage/types.js";
+import type { ChannelView } from "./channel-view.js";
+
+/** An admin operation the audit trail records. */
+export type AuditOperation = "create_tenant" | "create_channel" | "update_channel" | "rotate_key" | "rotate_signing_secret";
+
+/** One entry of the audit trail as `admin.audit()` and `GET /api/v1/audit` answer it. */
+export interface AuditEvent {
+  id: string;
+  /** ISO 8601 time of the operation. */
+  timestamp: string;
+  tenant_id: string | null;
+  channel_id: string | null;
+  /** The admin token's `sub` (`development` in development mode), the name given to `admin.as()`, `cli` for the command, `service` by default. */
+  actor: string | null;
+  /** `http` through the admin routes, `service` through `service.admin` (the command included). */
+  via: "http" | "service";
+  operation: AuditOperation;
+  /** What changed, by channel field (`allowed_origins`, `config.require_signature`, `api_key_hint`, ...): never a key or a secret. */
+  changes: Record<string, { from: unknown; to: unknown }>;
+  outcome: "success" | "failure";
+  /** The error code of a refused operation. */
+  error_code: string | null;
+}
+
+/** A page of the audit trail, newest first; pass `next_cursor` back as `cursor` for the next page. */
+export interface AuditPage {
+  events: AuditEvent[];
+  next_cursor: string | null;
+}
+
+/** The fields of a channel view whose changes are recorded: everything but ids and times. */
+const AUDITED_FIELDS = [
+  "name",
+  "type",
+  "mode",
+  "environment",
+  "state",
+  "flow",
+  "api_key_hint",
+  "has_signing_secret",
+  "config.require_signature",
+  "allowed_origins",
+  "default_stream",
+  "languages",
+] as const;
+
+function field(view: ChannelView, name: (typeof AUDITED_FIELDS)[number]): unknown {
+  if (name === "config.require_signature") return view.config.require_signature;
+  if (name === "languages") return view.type === "webhook" ? view.languages : undefined;
+  return view[name];
+}
+
+/** The audited fields that differ between two views of a channel (`before` null for a new channel). */
+export function channelChanges(before: ChannelView | null, after: ChannelView): AuditEventRecord["changes"] {
+  const changes: AuditEventRecord["changes"] = {};
+  for (const name of AUDITED_FIELDS) {
+    const from = before === null ? null : (field(before, name) ?? null);
+    const to = field(after, name) ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[name] = { from, to };
+  }
+  return changes;
+}
+
+/** The JSON shape of a stored event. */
+export function auditView(event: AuditEventRecord): AuditEvent {
+  return {
+    id: event.id,
+    timestamp: event.timestamp,
+    tenant_id: event.tenantId,
+    channel_id: event.channelId,
+    actor: event.actor,
+    via: event.via,
+    operation: event.operation as AuditOperation,
+    changes: event.changes,
+    outcome: event.outcome,
+    error_code: event.errorCode,
+  };
+}
+
+/** The opaque cursor after `event`: its timestamp and id, the order of the trail. */
+export function auditCursor(event: AuditEventRecord): string {
+  return toBase64Url(utf8(`${event.timestamp}|${event.id}`));
+}
+
+/** The position a cursor names; a cursor this service did not issue is a `validation_error`. */
+export function parseAuditCursor(cursor: string): NonNullable<AuditQuery["before"]> {
+  let text = "";
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(fromBase64Url(cursor));
+  } catch {
+    // Falls through to the refusal below.
+  }
+  const [timestamp, id, extra] = text.split("|");
+  if (!timestamp || !id || extra !== undefined || Number.isNaN(Date.parse(timestamp))) {
+    throw new ServiceError("validation_error", "cursor is not a cursor this service issued (use next_cursor of the previous page)", {
+      details: [{ path: "cursor", message: "unknown cursor" }],
+    });
+  }
+  return { timestamp, id };
+}

@@ -1,0 +1,37 @@
+import type { AdminCredentials } from "../auth/admin-token.js";
+import type { ServiceContext } from "../context.js";
+import { ServiceError } from "../http/errors.js";
+import type { RouteRequest } from "../plugins.js";
+import type { AuditOperation } from "./audit.js";
+import { type AdminCaller, type ChannelAdmin, createChannelAdmin, recordRefusal } from "./operations.js";
+
+/** Authenticates an admin request (see `adminAuthenticator`). */
+export type AdminAuthenticate = (request: RouteRequest) => Promise<AdminCredentials>;
+
+/** An admin request once authenticated: its caller, and the operations acting for it on its tenant only. */
+export interface AdminRequest {
+  caller: AdminCaller & { tenantId: string };
+  admin: ChannelAdmin;
+}
+
+/**
+ * Authenticates an admin request and confines it to its tenant. A refusal for lack of a
+ * verified token (401) is not recorded, since nobody is known to record; a verified token
+ * that does not grant the tenant (403) is recorded, under that tenant, for the `operation`
+ * it attempted (reads name none).
+ */
+export async function adminRequest(
+  request: RouteRequest,
+  ctx: ServiceContext,
+  authenticate: AdminAuthenticate,
+  operation?: { name: AuditOperation; channelId: string },
+): Promise<AdminRequest> {
+  const credentials = await authenticate(request);
+  const caller = { actor: credentials.actor, via: "http" as const, tenantId: credentials.tenantId };
+  if (!credentials.allowed) {
+    const error = new ServiceError("forbidden");
+    if (operation) await recordRefusal(ctx, caller, operation.name, { tenantId: caller.tenantId, channelId: operation.channelId }, error);
+    throw error;
+  }
+  return { caller, admin: createChannelAdmin(ctx, caller) };
+}

@@ -1,0 +1,37 @@
+import type { ServiceContext } from "../context.js";
+import { parseJson, readRawBody, requireJsonContentType } from "../http/body.js";
+import { jsonResponse } from "../http/respond.js";
+import { validate } from "../http/validate.js";
+import type { RouteRequest } from "../plugins.js";
+import { recordRefusal } from "./operations.js";
+import { type AdminAuthenticate, adminRequest } from "./request.js";
+import { patchChannelBodySchema, type UpdateChannelInput } from "./schemas.js";
+
+/**
+ * `PATCH /api/v1/channels/{channel_id}`: `{ channel, signing_secret? }`, the secret only when
+ * `config.require_signature` went from false to true. A body that cannot be read is a refused
+ * `update_channel` like any other, and recorded.
+ */
+export async function updateChannelRoute(request: RouteRequest, channelId: string, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
+  const { admin, caller } = await adminRequest(request, ctx, authenticate, { name: "update_channel", channelId });
+  let input: UpdateChannelInput;
+  try {
+    requireJsonContentType(request);
+    input = toUpdateInput(validate(patchChannelBodySchema, parseJson(await readRawBody(request, ctx.maxBodyBytes))));
+  } catch (error) {
+    await recordRefusal(ctx, caller, "update_channel", { tenantId: caller.tenantId, channelId }, error);
+    throw error;
+  }
+  return jsonResponse(await admin.updateChannel(channelId, input));
+}
+
+/** The wire's names to the admin's: only the fields the body sets. */
+function toUpdateInput(body: ReturnType<typeof patchChannelBodySchema.parse>): UpdateChannelInput {
+  const input: UpdateChannelInput = {};
+  if (body.name !== undefined) input.name = body.name;
+  if (body.state !== undefined) input.state = body.state;
+  if (body.allowed_origins !== undefined) input.allowedOrigins = body.allowed_origins;
+  if (body.default_stream !== undefined) input.defaultStream = body.default_stream;
+  if (body.config?.require_signature !== undefined) input.requireSignature = body.config.require_signature;
+  return input;
+}
