@@ -19,7 +19,19 @@ import type {
 import { newConversationRecord, storedMessage } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
-import { auditToRow, channelToRow, keyToRow, messageToRow, rowToChannel, rowToConversation, rowToAudit, rowToMessage, rowToRun, runToRow, toJson } from "./mappers.js";
+import {
+  auditToRow,
+  channelToRow,
+  keyToRow,
+  messageToRow,
+  rowToChannel,
+  rowToConversation,
+  rowToAudit,
+  rowToMessage,
+  rowToRun,
+  runToRow,
+  toJson,
+} from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
 import { type ChannelsTable, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";

@@ -1,6 +1,7 @@
 import { describe } from "vitest";
 import { abortTests } from "./abort.js";
 import { accessTests } from "./access.js";
+import { adminTests } from "./admin.js";
 import { authTests } from "./auth.js";
 import { bodyLimitTests, bodyTests } from "./body.js";
 import { checkOrderTests } from "./check-order.js";
@@ -52,6 +53,7 @@ export function defineContractSuite(target: ContractTarget): void {
     corsTests(h);
     abortTests(h);
     turnTests(h);
+    adminTests(h);
 
     describe("with a small body limit", () => {
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });

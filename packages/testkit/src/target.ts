@@ -1,4 +1,4 @@
-import { type ChannelService, type ChannelServiceOptions, createChannelService, type Logger, type Storage } from "@channelkit/core";
+import { adminApi, type ChannelService, type ChannelServiceOptions, createChannelService, type Logger, type Storage } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,6 +6,8 @@ import type { ContractTarget, RunningTarget } from "./types.js";
 
 /** A fixed test master key: signing secrets are sealed as in production. */
 const SECRET_KEY = "4f".repeat(32);
+/** The HS256 secret of the admin tokens the suite signs. */
+const ADMIN_JWT_SECRET = "contract-suite-admin-jwt-secret-0123456789";
 
 /** The suite provokes failures on purpose; the answers, not the log, are what it checks. */
 const quiet: Logger = { warn() {}, error() {} };
@@ -38,7 +40,7 @@ export interface ServiceTargetOptions {
    * part that differs from one adapter to the next.
    */
   listen: (service: ChannelService) => Promise<ListeningServer>;
-  /** Options of the service beyond the defaults: its `basePath`, extra `plugins`. */
+  /** Options of the service beyond the defaults: its `basePath`, extra `plugins` (the admin routes are always mounted). */
   service?: Pick<ChannelServiceOptions, "basePath" | "plugins">;
 }
 
@@ -65,12 +67,14 @@ export function serviceTarget({ name, store, listen, service: serviceOptions }: 
         secretKey: SECRET_KEY,
         logger: quiet,
         ...serviceOptions,
+        plugins: [adminApi({ secret: ADMIN_JWT_SECRET }), ...(serviceOptions?.plugins ?? [])],
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
       });
       const server = await listen(service);
       return {
         url: server.url,
         admin: service.admin,
+        adminJwtSecret: ADMIN_JWT_SECRET,
         storage: opened.storage,
         ...(opened.expireApiKeys ? { expireApiKeys: opened.expireApiKeys } : {}),
         async close() {

@@ -19,6 +19,8 @@ export interface RunningTarget {
   url: string;
   /** The service's admin API: the suite provisions tenants and channels with it. */
   admin: ChannelAdmin;
+  /** The HS256 secret its admin routes (`adminApi`) verify tokens with: the suite signs its own. */
+  adminJwtSecret: string;
   /** The service's storage: the suite only reads stored runs back from it (`findRun`). */
   storage: Storage;
   /**
