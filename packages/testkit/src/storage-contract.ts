@@ -1,5 +1,6 @@
 import type {
   ApiKeyRecord,
+  AuditEventRecord,
   BeginRunInput,
   ChannelRecord,
   ClaimedTurn,
@@ -186,6 +187,86 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const other = await seed();
         await expect(storage.replaceChannelKey(channel.id, keyRecord(channel, other.key.hash), at(500))).rejects.toThrow();
         expect(await storage.findKeyByHash(key.hash)).toEqual({ key, channel });
+      });
+    });
+
+    describe("the audit trail", () => {
+      /** An event of `tenantId` at second `second` of the suite's clock. */
+      function auditEvent(tenantId: string | null, channelId: string | null, second: number, overrides: Partial<AuditEventRecord> = {}): AuditEventRecord {
+        return {
+          id: crypto.randomUUID(),
+          timestamp: at(second),
+          tenantId,
+          channelId,
+          actor: "alice",
+          via: "http",
+          operation: "update_channel",
+          changes: { allowed_origins: { from: [], to: ["https://a.example"] } },
+          outcome: "success",
+          errorCode: null,
+          ...overrides,
+        };
+      }
+
+      it("a write and its event are one transaction: both stored, or neither", async () => {
+        const tenant = { id: crypto.randomUUID(), name: "Audited", createdAt: at(0) };
+        const created = auditEvent(tenant.id, null, 1, { operation: "create_tenant", changes: { name: { from: null, to: "Audited" } } });
+        await storage.createTenant(tenant, created);
+        const channel = channelRecord(tenant.id);
+        const key = keyRecord(channel, `hash-${crypto.randomUUID()}`);
+        await storage.createChannel(channel, key, auditEvent(tenant.id, channel.id, 2, { operation: "create_channel" }));
+        const updated = auditEvent(tenant.id, channel.id, 3);
+        expect(await storage.updateChannel(channel.id, { allowedOrigins: ["https://a.example"] }, at(3), updated)).not.toBeNull();
+        const rotated = auditEvent(tenant.id, channel.id, 4, { operation: "rotate_key", changes: {} });
+        expect(await storage.replaceChannelKey(channel.id, keyRecord(channel, `hash-${crypto.randomUUID()}`), at(4), rotated)).toBe(true);
+        const events = await storage.listAuditEvents({ tenantId: tenant.id, limit: 10 });
+        expect(events.map((event) => event.operation)).toEqual(["rotate_key", "update_channel", "create_channel", "create_tenant"]);
+        expect(events[1]).toEqual(updated);
+        expect(events[3]).toEqual(created);
+
+        // A failed write leaves no event: a duplicate channel id, a duplicate key hash.
+        const failing = auditEvent(tenant.id, channel.id, 5, { operation: "create_channel" });
+        await expect(storage.createChannel(channel, keyRecord(channel, `hash-${crypto.randomUUID()}`), failing)).rejects.toThrow();
+        await expect(storage.replaceChannelKey(channel.id, keyRecord(channel, key.hash), at(5), auditEvent(tenant.id, channel.id, 5))).rejects.toThrow();
+        expect(await storage.listAuditEvents({ tenantId: tenant.id, limit: 10 })).toHaveLength(4);
+      });
+
+      it("an archived channel takes no update and no key, and records no event: archived is final", async () => {
+        const { tenant, channel, key } = await seed();
+        const archived = await storage.updateChannel(channel.id, { state: "archived" }, at(10));
+        expect(archived?.state).toBe("archived");
+        expect(await storage.updateChannel(channel.id, { state: "active" }, at(11), auditEvent(tenant.id, channel.id, 11))).toBeNull();
+        expect(
+          await storage.replaceChannelKey(channel.id, keyRecord(channel, `hash-${crypto.randomUUID()}`), at(12), auditEvent(tenant.id, channel.id, 12)),
+        ).toBe(false);
+        expect(await storage.findChannel(channel.id)).toEqual({ ...channel, state: "archived", updatedAt: at(10) });
+        expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBeNull();
+        expect(await storage.listAuditEvents({ tenantId: tenant.id, limit: 10 })).toEqual([]);
+        expect(await storage.replaceChannelKey(crypto.randomUUID(), keyRecord(channel, `hash-${crypto.randomUUID()}`), at(13))).toBe(false);
+      });
+
+      it("lists newest first by timestamp then id, by tenant and channel, a page at a time from a keyset", async () => {
+        const tenantId = crypto.randomUUID();
+        const channelId = crypto.randomUUID();
+        const ids = Array.from({ length: 3 }, () => crypto.randomUUID()).sort();
+        // Three events in one millisecond (ordered by id), one earlier, one of another channel, one of another tenant.
+        const same = ids.map((id) => auditEvent(tenantId, channelId, 20, { id }));
+        const earlier = auditEvent(tenantId, channelId, 19, { outcome: "failure", errorCode: "channel_archived", changes: {} });
+        const otherChannel = auditEvent(tenantId, crypto.randomUUID(), 21, { actor: null, via: "service" });
+        const otherTenant = auditEvent(crypto.randomUUID(), channelId, 22);
+        for (const event of [...same, earlier, otherChannel, otherTenant]) await storage.appendAuditEvent(event);
+
+        const newestFirst = [same[2], same[1], same[0], earlier];
+        expect(await storage.listAuditEvents({ tenantId, channelId, limit: 10 })).toEqual(newestFirst);
+        expect(await storage.listAuditEvents({ tenantId, limit: 10 })).toEqual([otherChannel, ...newestFirst]);
+        expect((await storage.listAuditEvents({ channelId, limit: 10 }))[0]).toEqual(otherTenant);
+        const first = await storage.listAuditEvents({ tenantId, channelId, limit: 2 });
+        expect(first).toEqual(newestFirst.slice(0, 2));
+        const last = first[1] as AuditEventRecord;
+        expect(await storage.listAuditEvents({ tenantId, channelId, limit: 2, before: { timestamp: last.timestamp, id: last.id } })).toEqual(
+          newestFirst.slice(2),
+        );
+        await expect(storage.appendAuditEvent(earlier)).rejects.toThrow();
       });
     });
 
