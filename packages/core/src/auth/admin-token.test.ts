@@ -46,7 +46,7 @@ async function codeOf(response: Response): Promise<[number, string | undefined]>
   return [response.status, body.error?.code];
 }
 
-function hs256(claims: Record<string, unknown>, secret = SECRET) {
+function hs256(claims: Record<string, unknown>) {
   return new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setSubject("tester");
 }
 
