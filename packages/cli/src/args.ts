@@ -42,3 +42,10 @@ export function required(name: string, value: string | undefined): string {
   if (value === undefined || value === "") throw new UsageError(`--${name} is required`);
   return value;
 }
+
+/** An integer option from `min` to `max`. */
+export function integerValue(name: string, value: string, min: number, max: number): number {
+  const number = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(number >= min && number <= max)) throw new UsageError(`--${name} takes an integer from ${min} to ${max}, not "${value}"`);
+  return number;
+}

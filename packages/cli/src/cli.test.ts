@@ -294,8 +294,10 @@ describe("channelkit channel update, rotate-key, rotate-signing-secret", () => {
     const again = await cli(["channel", "update", created.id, "--require-signature", "true", "--db", db]);
     expect(again.json().signing_secret).toBeUndefined();
     const off = await cli(["channel", "update", created.id, "--require-signature", "false", "--db", db]);
-    // Turning the check off keeps the stored secret.
+    // Turning the check off keeps the stored secret, and turning it on again answers that secret.
     expect(off.json().channel).toMatchObject({ has_signing_secret: true, config: { require_signature: false } });
+    const back = await cli(["channel", "update", created.id, "--require-signature", "true", "--db", db]);
+    expect(back.json().signing_secret).toBe(on.json().signing_secret);
   });
 
   it("refuses to update an unknown channel or an archived one", async () => {
@@ -383,6 +385,46 @@ describe("channelkit admin-token", () => {
     const badExpiry = await cli(["admin-token", "--tenant", "t-1", "--expires", "soon"]);
     expect(badExpiry.code).toBe(2);
     expect(badExpiry.err.join("\n")).toContain("--expires");
+  });
+});
+
+describe("channelkit audit", () => {
+  const db = tempDb();
+
+  it("lists what the command did, as the actor cli, newest first, a page at a time; refusals included", async () => {
+    const tenantId = await tenant(db);
+    const { channel: created } = await channel(db, tenantId);
+    expect((await cli(["channel", "update", created.id, "--allowed-origin", "https://a.example", "--db", db])).code).toBe(0);
+    expect((await cli(["channel", "rotate-key", created.id, "--db", db])).code).toBe(0);
+    expect((await cli(["channel", "update", created.id, "--state", "archived", "--db", db])).code).toBe(0);
+    expect((await cli(["channel", "rotate-key", created.id, "--db", db])).code).toBe(1);
+
+    const result = await cli(["audit", "--tenant", tenantId, "--db", db]);
+    expect(result.code).toBe(0);
+    const { events, next_cursor } = result.json();
+    expect(next_cursor).toBeNull();
+    expect(events.map((e: Record<string, unknown>) => [e.operation, e.outcome, e.error_code, e.actor, e.via])).toEqual([
+      ["rotate_key", "failure", "channel_archived", "cli", "service"],
+      ["update_channel", "success", null, "cli", "service"],
+      ["rotate_key", "success", null, "cli", "service"],
+      ["update_channel", "success", null, "cli", "service"],
+      ["create_channel", "success", null, "cli", "service"],
+      ["create_tenant", "success", null, "cli", "service"],
+    ]);
+    expect(events[3].changes).toEqual({ allowed_origins: { from: [], to: ["https://a.example"] } });
+    expect(events[1].changes).toEqual({ state: { from: "active", to: "archived" } });
+
+    const first = (await cli(["audit", "--tenant", tenantId, "--channel", created.id, "--limit", "2", "--db", db])).json();
+    expect(first.events.map((e: { id: string }) => e.id)).toEqual([events[0].id, events[1].id]);
+    const second = (await cli(["audit", "--tenant", tenantId, "--channel", created.id, "--limit", "2", "--cursor", first.next_cursor, "--db", db])).json();
+    expect(second.events.map((e: { id: string }) => e.id)).toEqual([events[2].id, events[3].id]);
+
+    const badLimit = await cli(["audit", "--limit", "0", "--db", db]);
+    expect(badLimit.code).toBe(2);
+    expect(badLimit.err.join("\n")).toContain("--limit takes an integer from 1 to 200");
+    const badCursor = await cli(["audit", "--cursor", "nonsense", "--db", db]);
+    expect(badCursor.code).toBe(1);
+    expect(badCursor.error().error.code).toBe("validation_error");
   });
 });
 
@@ -515,5 +557,48 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
 
     started.child.kill("SIGTERM");
     expect(await exited).toBe(0);
+  });
+
+  it("with CHANNELKIT_ADMIN_JWT_SECRET, serves the admin routes: the printed rotate-key line and a token from admin-token work", async () => {
+    const db = tempDb();
+    const env = { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: JWT_SECRET };
+    const { lines } = await startServe(["--demo", "--db", db, "--port", "0"], env);
+    const oldKey = /Bearer (svc_live_\w+)/.exec(lines.find((line) => line.includes("curl -s")) ?? "")?.[1] as string;
+    const rotate = /curl -s -X POST (\S+) -H 'Authorization: Bearer (\S+)' -H 'X-Tenant-ID: (\S+)'$/.exec(
+      lines.find((line) => line.includes("rotate-key")) ?? "",
+    );
+    expect(rotate, lines.join("\n")).not.toBeNull();
+    const [, endpoint, token, tenantId] = rotate as unknown as [string, string, string, string];
+    const rotated = await fetch(endpoint, { method: "POST", headers: { Authorization: `Bearer ${token}`, "X-Tenant-ID": tenantId } });
+    expect(rotated.status).toBe(200);
+    const { api_key } = (await rotated.json()) as { api_key: string };
+    const execute = (key: string) =>
+      fetch(endpoint.replace(/\/api\/v1\/channels\/.*$/, "/public/v1/api/execute"), {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ payload: "hi" }),
+      });
+    expect((await execute(oldKey)).status).toBe(401);
+    expect((await execute(api_key)).status).toBe(200);
+
+    // A token from the command, on the signing-secret route.
+    const fresh = await cli(["admin-token", "--tenant", tenantId]);
+    const secretRoute = endpoint.replace(/rotate-key$/, "rotate-signing-secret");
+    const secret = await fetch(secretRoute, { method: "POST", headers: { Authorization: `Bearer ${fresh.json().token}`, "X-Tenant-ID": tenantId } });
+    expect(secret.status).toBe(200);
+    const events = (await cli(["audit", "--tenant", tenantId, "--db", db])).json().events;
+    expect(events.slice(0, 2).map((e: Record<string, unknown>) => [e.operation, e.actor, e.via])).toEqual([
+      ["rotate_signing_secret", `channelkit-cli:${tenantId}`, "http"],
+      ["rotate_key", `channelkit-cli:${tenantId}`, "http"],
+    ]);
+  });
+
+  it("refuses to start with --admin-dev-mode in production, or with a short admin secret", async () => {
+    for (const [args, env, message] of [
+      [["--admin-dev-mode"], { NODE_ENV: "production", CHANNELKIT_SECRET_KEY: MASTER_KEY }, "development mode (no JWT) is refused in production"],
+      [[], { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: "short" }, "at least 32 characters"],
+    ] as const) {
+      await expect(startServe([...args, "--db", tempDb(), "--port", "0"], env)).rejects.toThrow(message);
+    }
   });
 });

@@ -1,8 +1,8 @@
-import { type ChannelService, createChannelService } from "@channelkit/core";
+import { type AdminAuthOptions, adminApi, type ChannelAdmin, type ChannelService, createChannelService } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { serve } from "@channelkit/node";
-import { SignJWT } from "jose";
-import { booleanValue, oneOf, parse, required } from "./args.js";
+import { booleanValue, integerValue, oneOf, parse, required } from "./args.js";
+import { signAdminToken } from "./admin-token.js";
 import { provisionDemo } from "./demo.js";
 import { openStorage, resolveDb } from "./storage.js";
 import { errorLine, UsageError } from "./usage.js";
@@ -16,22 +16,44 @@ export interface Io {
 
 const ENVIRONMENTS = ["prod", "dev", "staging"] as const;
 
-/** The service every command works through, on the database of `--db`. */
-async function openService(db: string | undefined, io: Io, turnLeaseMs?: number): Promise<ChannelService> {
+/** Admin token verification from the environment (docs/security.md); `development` from `serve --admin-dev-mode`. */
+function adminOptions(env: NodeJS.ProcessEnv, development: boolean): AdminAuthOptions {
+  const list = (value: string | undefined) => {
+    const items = value
+      ?.split(",")
+      .map((item) => item.trim())
+      .filter(Boolean);
+    return items && items.length > 1 ? items : items?.[0];
+  };
+  const options: AdminAuthOptions = {};
+  if (env.CHANNELKIT_ADMIN_JWT_SECRET) options.secret = env.CHANNELKIT_ADMIN_JWT_SECRET;
+  if (env.CHANNELKIT_ADMIN_JWKS_URL) options.jwksUrl = env.CHANNELKIT_ADMIN_JWKS_URL;
+  const issuer = list(env.CHANNELKIT_ADMIN_JWT_ISSUER);
+  if (issuer !== undefined) options.issuer = issuer;
+  const audience = list(env.CHANNELKIT_ADMIN_JWT_AUDIENCE);
+  if (audience !== undefined) options.audience = audience;
+  if (development) options.development = true;
+  return options;
+}
+
+/** The service every command works through, on the database of `--db`; `serve` mounts the admin routes. */
+async function openService(db: string | undefined, io: Io, serving?: { turnLeaseMs?: number; adminDevMode: boolean }): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
   return createChannelService({
     storage,
-    turnLeaseMs,
+    turnLeaseMs: serving?.turnLeaseMs,
+    plugins: serving ? [adminApi(adminOptions(io.env, serving.adminDevMode))] : [],
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
   });
 }
 
-async function withService<T>(db: string | undefined, io: Io, action: (service: ChannelService) => Promise<T>): Promise<T> {
+/** Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`. */
+async function withService<T>(db: string | undefined, io: Io, action: (admin: ChannelAdmin) => Promise<T>): Promise<T> {
   const service = await openService(db, io);
   try {
-    return await action(service);
+    return await action(service.admin.as("cli"));
   } finally {
     await service.close();
   }
@@ -58,7 +80,7 @@ export async function migrate(args: string[], io: Io): Promise<void> {
 export async function tenantCreate(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { name: { type: "string" } });
   const name = required("name", values.name);
-  const { tenant } = await withService(values.db, io, (s) => s.admin.createTenant({ name }));
+  const { tenant } = await withService(values.db, io, (admin) => admin.createTenant({ name }));
   printJson(io, { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt } });
 }
 
@@ -87,7 +109,7 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     languages: list(values.languages),
     name: values.name,
   };
-  printJson(io, await withService(values.db, io, (s) => s.admin.createChannel(input)));
+  printJson(io, await withService(values.db, io, (admin) => admin.createChannel(input)));
 }
 
 export async function channelUpdate(args: string[], io: Io): Promise<void> {
@@ -117,17 +139,28 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   if (Object.keys(defined).length === 0) throw new UsageError("channel update needs at least one option to change");
-  printJson(io, await withService(values.db, io, (s) => s.admin.updateChannel(positionals[0] as string, defined)));
+  printJson(io, await withService(values.db, io, (admin) => admin.updateChannel(positionals[0] as string, defined)));
 }
 
 export async function channelRotateKey(args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, {}, 1);
-  printJson(io, await withService(values.db, io, (s) => s.admin.rotateKey(positionals[0] as string)));
+  printJson(io, await withService(values.db, io, (admin) => admin.rotateKey(positionals[0] as string)));
 }
 
 export async function channelRotateSigningSecret(args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, {}, 1);
-  printJson(io, await withService(values.db, io, (s) => s.admin.rotateSigningSecret(positionals[0] as string)));
+  printJson(io, await withService(values.db, io, (admin) => admin.rotateSigningSecret(positionals[0] as string)));
+}
+
+export async function audit(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { tenant: { type: "string" }, channel: { type: "string" }, limit: { type: "string" }, cursor: { type: "string" } });
+  const query = {
+    ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
+    ...(values.channel === undefined ? {} : { channelId: values.channel }),
+    ...(values.limit === undefined ? {} : { limit: integerValue("limit", values.limit, 1, 200) }),
+    ...(values.cursor === undefined ? {} : { cursor: values.cursor }),
+  };
+  printJson(io, await withService(values.db, io, (admin) => admin.audit(query)));
 }
 
 export async function adminToken(args: string[], io: Io): Promise<void> {
@@ -138,24 +171,22 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
     expires: { type: "string" },
   });
   const tenant = required("tenant", values.tenant);
-  const secret = io.env.CHANNELKIT_ADMIN_JWT_SECRET;
-  if (!secret) throw new UsageError("CHANNELKIT_ADMIN_JWT_SECRET must be set to sign admin tokens");
   const expires = values.expires ?? "1h";
   if (!/^\d+\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days|w|week|weeks)$/.test(expires)) {
     throw new UsageError(`--expires takes a duration such as 30m, 1h or 7d, not "${expires}"`);
   }
   const tenantIds = [...new Set([tenant, ...(list(values.tenants) ?? [])])];
-  const token = await new SignJWT({ tenant_ids: tenantIds, ...(values.org ? { organization_id: values.org } : {}) })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(`channelkit-cli:${tenant}`)
-    .setIssuedAt()
-    .setExpirationTime(expires)
-    .sign(new TextEncoder().encode(secret));
-  printJson(io, { token });
+  printJson(io, { token: await signAdminToken(io.env, tenantIds, values.org, expires) });
 }
 
 export async function serveCommand(args: string[], io: Io): Promise<void> {
-  const { values } = parse(args, { port: { type: "string" }, host: { type: "string" }, demo: { type: "boolean" }, "turn-lease-ms": { type: "string" } });
+  const { values } = parse(args, {
+    port: { type: "string" },
+    host: { type: "string" },
+    demo: { type: "boolean" },
+    "turn-lease-ms": { type: "string" },
+    "admin-dev-mode": { type: "boolean" },
+  });
   const rawPort = values.port ?? io.env.PORT ?? "3000";
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);
@@ -165,7 +196,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   if (turnLeaseMs !== undefined && !(turnLeaseMs >= 100)) {
     throw new UsageError(`--turn-lease-ms takes a number of milliseconds, 100 or more, not "${rawLease}"`);
   }
-  const service = await openService(values.db, io, turnLeaseMs);
+  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true });
   const server = await serve(service, { port, host });
   if (values.demo) await provisionDemo(service, server.url, io);
   io.out(`listening on ${server.url}`);

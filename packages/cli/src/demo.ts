@@ -1,4 +1,5 @@
 import type { ChannelService } from "@channelkit/core";
+import { signAdminToken } from "./admin-token.js";
 import type { Io } from "./commands.js";
 
 /**
@@ -23,4 +24,17 @@ export async function provisionDemo(service: ChannelService, url: string, io: Io
   io.out(
     `  curl -N ${url}/public/v1/api/execute -H 'Authorization: Bearer ${created.api_key}' -H 'Content-Type: application/json' -d '${JSON.stringify({ payload: "Hello, channelkit!", stream: true })}'`,
   );
+  await printAdmin(url, tenant.id, created.channel.id, io);
+}
+
+/** How to call the admin routes on the demo channel: a ready line when admin tokens can be signed, else how to enable them. */
+async function printAdmin(url: string, tenantId: string, channelId: string, io: Io): Promise<void> {
+  const secret = io.env.CHANNELKIT_ADMIN_JWT_SECRET;
+  if (!secret || secret.length < 32) {
+    io.out("Admin routes (rotate keys and secrets over HTTP): start with CHANNELKIT_ADMIN_JWT_SECRET=$(openssl rand -hex 32) to use them (docs/security.md).");
+    return;
+  }
+  const token = await signAdminToken(io.env, [tenantId], undefined, "1h");
+  io.out(`Admin: a token for the demo tenant, valid 1 h (more with: npx channelkit admin-token --tenant ${tenantId}). Rotate the key:`);
+  io.out(`  curl -s -X POST ${url}/api/v1/channels/${channelId}/rotate-key -H 'Authorization: Bearer ${token}' -H 'X-Tenant-ID: ${tenantId}'`);
 }

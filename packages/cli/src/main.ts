@@ -1,6 +1,7 @@
 import { isServiceError } from "@channelkit/core";
 import {
   adminToken,
+  audit,
   channelCreate,
   channelRotateKey,
   channelRotateSigningSecret,
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
   "channel rotate-key": channelRotateKey,
   "channel rotate-signing-secret": channelRotateSigningSecret,
   "admin-token": adminToken,
+  audit,
 };
 
 /**

@@ -14,7 +14,7 @@ export function errorLine(message: string): string {
 export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
-  serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000]
+  serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000] [--admin-dev-mode]
   migrate
   tenant create --name NAME
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
@@ -26,10 +26,13 @@ Commands:
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
+  audit [--tenant ID] [--channel ID] [--limit 50] [--cursor C]
 
 Every command takes --db <sqlite file | postgres:// URL> (default: $CHANNELKIT_DB, else ./channelkit.db)
 and prints JSON on stdout.
 
 Environment:
   CHANNELKIT_SECRET_KEY        master key sealing signing secrets (openssl rand -hex 32)
-  CHANNELKIT_ADMIN_JWT_SECRET  HS256 secret of admin tokens`;
+  CHANNELKIT_ADMIN_JWT_SECRET  HS256 secret of admin tokens (at least 32 characters)
+  CHANNELKIT_ADMIN_JWKS_URL    JWKS of an identity provider whose RS256/ES256 tokens serve accepts
+  CHANNELKIT_ADMIN_JWT_ISSUER, CHANNELKIT_ADMIN_JWT_AUDIENCE  accepted iss and aud (comma-separated)`;

@@ -79,7 +79,9 @@ export function adminAuthenticator(raw: AdminAuthOptions, production: boolean, l
     throw new Error("channelkit: the admin development mode (no JWT) is refused in production: configure an admin JWT secret or JWKS URL instead.");
   }
   if (!options.secret && !options.jwksUrl && !options.development) {
-    logger.warn("channelkit: the admin routes have no JWT secret, no JWKS URL and no development mode: every admin request is refused (401).");
+    logger.warn(
+      "channelkit: the admin routes have no JWT secret, no JWKS URL and no development mode, so every admin request is refused (401); the channelkit command reads CHANNELKIT_ADMIN_JWT_SECRET or CHANNELKIT_ADMIN_JWKS_URL.",
+    );
   }
   const algorithms = [...(options.secret ? ["HS256"] : []), ...(options.jwksUrl ? ASYMMETRIC : [])];
   const hmacKey = options.secret ? utf8(options.secret) : undefined;
