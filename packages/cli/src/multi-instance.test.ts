@@ -5,19 +5,21 @@
  * `channelkit` command) is refused by both servers on their very next request.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStorage } from "@channelkit/kysely";
+import { signRequestBody } from "@channelkit/core";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
 
-const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
+const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex"), CHANNELKIT_ADMIN_JWT_SECRET: randomBytes(32).toString("hex") };
 
 interface CreatedChannel {
   channel: { id: string };
   api_key: string;
+  signing_secret: string | null;
 }
 
 interface RunDocument {
@@ -119,7 +121,9 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
   let tenantId: string;
   let servers: ServeProcess[] = [];
   /** One channel per test, made by the CLI before the tests run. */
-  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow", CreatedChannel>;
+  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow" | "admin", CreatedChannel>;
+  /** Every key, signing secret and admin token shown in clear during the suite: none may be stored or logged. */
+  const shown: string[] = [];
 
   const cli = <T = any>(...args: string[]) => runCliJson<T>([...args, "--db", db], ENV);
   const createChannel = (...extra: string[]) => cli<CreatedChannel>("channel", "create", "--tenant", tenantId, "--flow", "echo", ...extra);
@@ -130,17 +134,19 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
     ({ db, drop } = await open());
     tenantId = (await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Multi")).tenant.id;
     // Processes side by side (SQLite writers queue on the busy timeout); saves a second or two.
-    const [[turns, state, origins, rotate, slow], started] = await Promise.all([
+    const [[turns, state, origins, rotate, slow, admin], started] = await Promise.all([
       Promise.all([
         createChannel(),
         createChannel(),
         createChannel("--mode", "public", "--allowed-origin", "https://a.example"),
         createChannel(),
         createSlowChannel(),
+        createChannel("--require-signature"),
       ]),
       Promise.all([0, 1].map(() => startServe(["--db", db, "--port", "0"], ENV))),
     ]);
-    channels = { turns, state, origins, rotate, slow };
+    channels = { turns, state, origins, rotate, slow, admin };
+    for (const created of Object.values(channels)) shown.push(created.api_key, ...(created.signing_secret ? [created.signing_secret] : []));
     servers = started;
   }, 120_000);
 
@@ -306,6 +312,111 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
       for (const [i, server] of servers.entries()) await expectAccepted(await execute(server, newKey, { payload: "new key" }), `server ${i} new key`);
     });
   });
+
+  describe("the admin routes of either server act for both, with a token from channelkit admin-token", () => {
+    const admin = async (server: ServeProcess, method: string, path: string, body?: unknown) => {
+      const { token } = await cli<{ token: string }>("admin-token", "--tenant", tenantId);
+      shown.push(token);
+      const response = await fetch(`${server.url}/api/v1/channels/${channels.admin.channel.id}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, "X-Tenant-ID": tenantId, ...(body ? { "Content-Type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      const text = await response.text();
+      expect(response.status, text).toBe(200);
+      return JSON.parse(text) as Record<string, any>;
+    };
+    const signed = async (server: ServeProcess, key: string, secret: string) => {
+      const raw = JSON.stringify({ payload: "signed" });
+      return fetch(`${server.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", "X-Service-Signature": await signRequestBody(secret, raw) },
+        body: raw,
+      });
+    };
+
+    it("rotate-key through one, rotate-signing-secret and PATCH through the other: both servers follow at once; the audit trail has all three", async () => {
+      const [a, b] = servers as [ServeProcess, ServeProcess];
+      const { api_key: oldKey, signing_secret: oldSecret } = channels.admin as CreatedChannel & { signing_secret: string };
+      for (const server of servers) await expectAccepted(await signed(server, oldKey, oldSecret), "before");
+
+      const { api_key: newKey } = await admin(a, "POST", "/rotate-key");
+      shown.push(newKey);
+      for (const [i, server] of servers.entries()) {
+        await expectRefused(await signed(server, oldKey, oldSecret), 401, "invalid_api_key", `server ${i} old key`);
+        await expectAccepted(await signed(server, newKey, oldSecret), `server ${i} new key`);
+      }
+
+      const { signing_secret: newSecret } = await admin(b, "POST", "/rotate-signing-secret");
+      shown.push(newSecret);
+      for (const [i, server] of servers.entries()) {
+        await expectRefused(await signed(server, newKey, oldSecret), 401, "invalid_signature", `server ${i} old secret`);
+        await expectAccepted(await signed(server, newKey, newSecret), `server ${i} new secret`);
+      }
+
+      expect((await admin(b, "PATCH", "", { state: "inactive" })).channel.state).toBe("inactive");
+      for (const [i, server] of servers.entries()) {
+        await expectRefused(await signed(server, newKey, newSecret), 409, "channel_inactive", `server ${i} inactive`);
+      }
+      expect((await admin(a, "GET", "")).channel.state).toBe("inactive");
+
+      const { events } = await cli<{ events: { operation: string; via: string; outcome: string }[] }>(
+        "audit",
+        "--tenant",
+        tenantId,
+        "--channel",
+        channels.admin.channel.id,
+      );
+      expect(events.map((e) => [e.operation, e.via, e.outcome])).toEqual([
+        ["update_channel", "http", "success"],
+        ["rotate_signing_secret", "http", "success"],
+        ["rotate_key", "http", "success"],
+        ["create_channel", "service", "success"],
+      ]);
+    });
+
+    it("no key, signing secret or admin token shown during the suite is in the database or in either server's output", async () => {
+      expect(shown.length).toBeGreaterThan(8);
+      const output = servers.map((server) => `${server.lines.join("\n")}\n${server.stderr()}`).join("\n");
+      const stored = await storedText(db);
+      for (const secret of shown) {
+        expect(stored.includes(secret), "stored in the database").toBe(false);
+        expect(output.includes(secret), "in a server's output").toBe(false);
+      }
+      // The check can see what is there: a hint and a channel id are in the database.
+      expect(stored).toContain(channels.admin.channel.id);
+    });
+  });
+}
+
+/**
+ * Everything a database holds, as text: the SQLite file and its write-ahead log byte for
+ * byte, or every row of every Postgres table.
+ */
+async function storedText(db: string): Promise<string> {
+  if (!db.startsWith("postgres")) {
+    const parts = await Promise.all(["", "-wal"].map((suffix) => readFile(`${db}${suffix}`).catch(() => Buffer.alloc(0))));
+    return Buffer.concat(parts).toString("latin1");
+  }
+  const storage = openStorage(db);
+  try {
+    const tables = await storage.db
+      .selectFrom("information_schema.tables" as any)
+      .select("table_name" as any)
+      .where("table_schema" as any, "=", "public")
+      .execute();
+    const texts: string[] = [];
+    for (const { table_name } of tables as { table_name: string }[]) {
+      const rows = await storage.db
+        .selectFrom(table_name as any)
+        .selectAll()
+        .execute();
+      texts.push(JSON.stringify(rows));
+    }
+    return texts.join("\n");
+  } finally {
+    await storage.close();
+  }
 }
 
 /**
