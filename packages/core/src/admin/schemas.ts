@@ -64,6 +64,11 @@ export const auditQuerySchema = z.strictObject({
 /** Raw input of {@link auditQuerySchema}. */
 export type AuditQueryInput = z.input<typeof auditQuerySchema>;
 
+/** `message` when the value is not an object; zod's own (naming the unknown keys) otherwise. */
+function notAnObject(message: string) {
+  return { error: (issue: { code?: string }) => (issue.code === "invalid_type" ? message : undefined) };
+}
+
 /**
  * Body of `PATCH /api/v1/channels/{channel_id}`, in the wire's names. Unknown fields are
  * refused rather than ignored: an admin wants a typo caught, not a setting silently kept.
