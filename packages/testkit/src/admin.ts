@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AUDIT_PATH, adminFetch, adminOk, adminToken, channelAdminPath, tokenFor } from "./admin-client.js";
-import { execute, expectError, runJson } from "./client.js";
+import { execute, expectAccepted, expectError, runJson } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { signatureHeader } from "./signing.js";
 import { readSse } from "./sse.js";
@@ -34,12 +34,6 @@ function routeRequest(
 async function signedRun(h: Harness, channel: TestChannel, secret: string): Promise<Response> {
   const raw = JSON.stringify(HELLO);
   return execute(h, channel.key, raw, { signature: signatureHeader(secret, raw) });
-}
-
-async function expectSuccess(response: Response): Promise<void> {
-  const text = await response.text();
-  expect(response.status, text).toBe(200);
-  expect((JSON.parse(text) as { status: string }).status).toBe("success");
 }
 
 /** The admin routes behind an admin JWT: rotate-key, rotate-signing-secret, the channel's settings, the audit trail. */
@@ -199,13 +193,13 @@ export function adminTests(h: Harness): void {
       it("answers exactly { signing_secret, channel: { id, has_signing_secret: true } }; the previous secret is refused at once", async () => {
         const { channel, token } = await administered(h, { flow: "echo", requireSignature: true });
         const previous = channel.signingSecret as string;
-        await expectSuccess(await signedRun(h, channel, previous));
+        await expectAccepted(await signedRun(h, channel, previous));
         const body = await adminOk(h, "POST", channelAdminPath(channel.id, "rotate-signing-secret"), { tenant: channel.tenantId, token });
         expect(Object.keys(body).sort()).toEqual(["channel", "signing_secret"]);
         expect(body.channel).toEqual({ id: channel.id, has_signing_secret: true });
         expect(body.signing_secret).not.toBe(previous);
         await expectError(await signedRun(h, channel, previous), 401, "invalid_signature");
-        await expectSuccess(await signedRun(h, channel, body.signing_secret));
+        await expectAccepted(await signedRun(h, channel, body.signing_secret));
       });
 
       it("on a channel without a secret, stores one without requiring signatures", async () => {
@@ -246,10 +240,10 @@ export function adminTests(h: Harness): void {
         expect(Object.keys(on).sort()).toEqual(["channel", "signing_secret"]);
         expect(on.channel).toMatchObject({ id: channel.id, has_signing_secret: true, config: { require_signature: true } });
         await expectError(await execute(h, channel.key, HELLO), 401, "signature_required");
-        await expectSuccess(await signedRun(h, channel, on.signing_secret));
+        await expectAccepted(await signedRun(h, channel, on.signing_secret));
         const again = await adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: { config: { require_signature: true } } });
         expect(Object.keys(again)).toEqual(["channel"]);
-        await expectSuccess(await signedRun(h, channel, on.signing_secret));
+        await expectAccepted(await signedRun(h, channel, on.signing_secret));
       });
 
       it("require_signature true → false keeps the secret; back to true answers that same secret, which still signs", async () => {
@@ -261,7 +255,7 @@ export function adminTests(h: Harness): void {
         expect((await runJson(h, channel.key, HELLO)).status).toBe("success");
         const on = await adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: { config: { require_signature: true } } });
         expect(on.signing_secret).toBe(channel.signingSecret);
-        await expectSuccess(await signedRun(h, channel, channel.signingSecret as string));
+        await expectAccepted(await signedRun(h, channel, channel.signingSecret as string));
       });
 
       it("allowed_origins, default_stream and name change what the channel does at once", async () => {
@@ -324,6 +318,11 @@ export function adminTests(h: Harness): void {
           415,
           "unsupported_media_type",
         );
+        // The message names what is wrong.
+        const typo = await adminFetch(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: { requireSignature: true } });
+        expect(((await typo.json()) as { error: { message: string } }).error.message).toContain("requireSignature");
+        const array = await adminFetch(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: [] });
+        expect(((await array.json()) as { error: { message: string } }).error.message).toBe("the body must be a JSON object");
         const view = (await adminOk(h, "GET", channelAdminPath(channel.id), { tenant, token })).channel;
         expect(view).toMatchObject({ state: "active", default_stream: false, config: { require_signature: false }, environment: "prod" });
         expect(view.updated_at).toBe(channel.view.updated_at);

@@ -158,6 +158,13 @@ export async function expectError(response: Response, status: number, code: stri
   expect(Object.keys(rest)).toEqual(code === "validation_error" && "details" in rest ? ["details"] : []);
 }
 
+/** Asserts an execute answered 200 with a JSON run whose status is `success`. */
+export async function expectAccepted(response: Response): Promise<void> {
+  const text = await response.text();
+  expect(response.status, text).toBe(200);
+  expect((JSON.parse(text) as { status: string }).status).toBe("success");
+}
+
 /** Asserts the history route's 404: exactly `{ detail: "No conversation found for session id <id>" }`. */
 export async function expectNoConversation(response: Response, sessionId: string): Promise<void> {
   expect(response.status).toBe(404);

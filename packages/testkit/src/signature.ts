@@ -1,6 +1,6 @@
 import Stripe from "stripe";
 import { describe, expect, it } from "vitest";
-import { execute, expectError, readHistory } from "./client.js";
+import { execute, expectAccepted, expectError, readHistory } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { digest, nowSeconds, signatureHeader, startOfFreshSecond } from "./signing.js";
 import { readSse, streamedText } from "./sse.js";
@@ -19,12 +19,6 @@ async function signedChannel(h: Harness): Promise<TestChannel & { signingSecret:
 /** Sends `raw` exactly as signed and returns the response. */
 function sendSigned(h: Harness, channel: TestChannel, raw: string, signature: string): Promise<Response> {
   return execute(h, channel.key, raw, { signature });
-}
-
-async function expectAccepted(response: Response): Promise<void> {
-  const text = await response.text();
-  expect(response.status, text).toBe(200);
-  expect((JSON.parse(text) as { status: string }).status).toBe("success");
 }
 
 /** The optional HMAC request signature on execute. */

@@ -79,9 +79,11 @@ export const patchChannelBodySchema = z.strictObject(
     state: z.enum(["active", "inactive", "archived"], "state must be active, inactive or archived").optional(),
     allowed_origins: z.array(origin).optional(),
     default_stream: z.boolean("default_stream must be a boolean").optional(),
-    config: z.strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, "config must be an object").optional(),
+    config: z
+      .strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, notAnObject("config must be an object"))
+      .optional(),
   },
-  "the body must be a JSON object",
+  notAnObject("the body must be a JSON object"),
 );
 
 /** Query of `GET /api/v1/audit`. */
