@@ -2,9 +2,9 @@ import { apiKeyHint, generateApiKey, hashApiKey, prefixFor, randomBase62 } from 
 import type { ServiceContext } from "../context.js";
 import { isServiceError, ServiceError } from "../http/errors.js";
 import { validate } from "../http/validate.js";
-import { isoNow } from "../runs/timestamp.js";
+import { isoNow, isoTimestamp } from "../runs/timestamp.js";
 import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
-import { type AuditOperation, type AuditPage, auditCursor, auditView, channelChanges, parseAuditCursor } from "./audit.js";
+import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
 import { type ChannelView, channelView } from "./channel-view.js";
 import {
   type AuditQueryInput,
@@ -75,9 +75,10 @@ function auditRecord(
   changes: AuditEventRecord["changes"],
   errorCode: string | null,
 ): AuditEventRecord {
+  const ms = Date.now();
   return {
-    id: crypto.randomUUID(),
-    timestamp: isoNow(),
+    id: auditEventId(ms),
+    timestamp: isoTimestamp(ms),
     tenantId: target.tenantId,
     channelId: target.channelId,
     actor: caller.actor,
@@ -120,6 +121,11 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
     try {
       return await body();
     } catch (error) {
+      // Refused before the channel was read (an invalid input): its tenant, when it has one,
+      // still files the refusal where the tenant will look.
+      if (target.tenantId === null && target.channelId !== null) {
+        target.tenantId = (await storage.findChannel(target.channelId).catch(() => null))?.tenantId ?? null;
+      }
       await recordRefusal(ctx, caller, operation, target, error);
       throw error;
     }
