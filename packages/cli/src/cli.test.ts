@@ -593,12 +593,22 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
     ]);
   });
 
-  it("refuses to start with --admin-dev-mode in production, or with a short admin secret", async () => {
+  it("refuses to start in production with --admin-dev-mode or a short admin secret; outside production a short secret is a warning", async () => {
     for (const [args, env, message] of [
       [["--admin-dev-mode"], { NODE_ENV: "production", CHANNELKIT_SECRET_KEY: MASTER_KEY }, "development mode (no JWT) is refused in production"],
-      [[], { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: "short" }, "at least 32 characters"],
+      [[], { NODE_ENV: "production", CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: "short" }, "shorter than 32 characters"],
     ] as const) {
       await expect(startServe([...args, "--db", tempDb(), "--port", "0"], env)).rejects.toThrow(message);
     }
+    const env = { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: "short-secret" };
+    const started = await startServe(["--db", tempDb(), "--port", "0"], env);
+    expect(started.stderr()).toMatch(/WARNING: the admin JWT secret is shorter than 32 characters/);
+    const token = await cli(["admin-token", "--tenant", "t-1"], { CHANNELKIT_ADMIN_JWT_SECRET: "short-secret" });
+    expect(token.code).toBe(0);
+    expect(token.err.join("\n")).toMatch(/WARNING: CHANNELKIT_ADMIN_JWT_SECRET is shorter than 32 characters/);
+    const response = await fetch(`${started.url}/api/v1/channels/${randomUUID()}`, {
+      headers: { Authorization: `Bearer ${token.json().token}`, "X-Tenant-ID": "t-1" },
+    });
+    expect(response.status).toBe(404);
   });
 });

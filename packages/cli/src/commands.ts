@@ -176,6 +176,9 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
     throw new UsageError(`--expires takes a duration such as 30m, 1h or 7d, not "${expires}"`);
   }
   const tenantIds = [...new Set([tenant, ...(list(values.tenants) ?? [])])];
+  if ((io.env.CHANNELKIT_ADMIN_JWT_SECRET?.length ?? 0) < 32) {
+    io.err(errorLine("WARNING: CHANNELKIT_ADMIN_JWT_SECRET is shorter than 32 characters: a server in production refuses it (openssl rand -hex 32)."));
+  }
   printJson(io, { token: await signAdminToken(io.env, tenantIds, values.org, expires) });
 }
 

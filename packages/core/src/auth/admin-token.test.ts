@@ -53,8 +53,15 @@ function hs256(claims: Record<string, unknown>) {
 const sign = (jwt: SignJWT, secret = SECRET) => jwt.sign(new TextEncoder().encode(secret));
 
 describe("admin options, checked at start-up", () => {
-  it("a secret shorter than 32 characters, a JWKS URL that is not http(s) and unknown options fail the start", async () => {
-    await expect(serviceWith({ secret: "short" })).rejects.toThrow(/at least 32 characters/);
+  it("a secret shorter than 32 characters fails the start in production and is a warning elsewhere", async () => {
+    await expect(serviceWith({ secret: "short" }, true)).rejects.toThrow(/shorter than 32 characters/);
+    const { view, tenantId, lines } = await serviceWith({ secret: "short" });
+    expect(lines.join("\n")).toMatch(/WARNING: the admin JWT secret is shorter than 32 characters/);
+    expect((await view(await sign(hs256({ tenant_ids: [tenantId] }).setExpirationTime("1h"), "short"))).status).toBe(200);
+  });
+
+  it("an empty secret, a JWKS URL that is not http(s) and unknown options fail the start", async () => {
+    await expect(serviceWith({ secret: "" })).rejects.toThrow(/must not be empty/);
     await expect(serviceWith({ jwksUrl: "ftp://keys.example/jwks.json" })).rejects.toThrow(/http\(s\) URL/);
     await expect(serviceWith({ secrett: SECRET } as AdminAuthOptions)).rejects.toThrow(/invalid admin options/);
   });

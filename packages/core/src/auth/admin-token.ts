@@ -13,8 +13,9 @@ import { utf8 } from "./encoding.js";
  */
 export interface AdminAuthOptions {
   /**
-   * HS256 shared secret, at least 32 characters (usually `CHANNELKIT_ADMIN_JWT_SECRET`;
-   * `openssl rand -hex 32`). `channelkit admin-token` signs with it.
+   * HS256 shared secret (usually `CHANNELKIT_ADMIN_JWT_SECRET`; `openssl rand -hex 32`).
+   * At least 32 characters in production; a shorter one is a warning elsewhere.
+   * `channelkit admin-token` signs with it.
    */
   secret?: string;
   /** URL of a JSON Web Key Set (your identity provider's): tokens signed with RS256 or ES256 by one of its keys. */
@@ -41,7 +42,7 @@ export interface AdminAuthOptions {
 }
 
 const optionsSchema = z.strictObject({
-  secret: z.string().min(32, "the admin JWT secret must be at least 32 characters (openssl rand -hex 32)").optional(),
+  secret: z.string().min(1, "the admin JWT secret must not be empty").optional(),
   jwksUrl: z.url({ protocol: /^https?$/, error: "jwksUrl must be an http(s) URL" }).optional(),
   issuer: z.union([z.string(), z.array(z.string())]).optional(),
   audience: z.union([z.string(), z.array(z.string())]).optional(),
@@ -61,6 +62,9 @@ export interface AdminCredentials {
   allowed: boolean;
 }
 
+/** The shortest HS256 secret accepted in production: 256 bits of hexadecimal would be 64. */
+const MIN_SECRET_LENGTH = 32;
+
 /** Algorithms a JWKS key may sign with; never a symmetric one, so a public key can't be used as an HMAC secret. */
 const ASYMMETRIC = ["RS256", "ES256"];
 
@@ -77,6 +81,11 @@ export function adminAuthenticator(raw: AdminAuthOptions, production: boolean, l
   const options = parsed.data;
   if (options.development && production) {
     throw new Error("channelkit: the admin development mode (no JWT) is refused in production: configure an admin JWT secret or JWKS URL instead.");
+  }
+  if (options.secret !== undefined && options.secret.length < MIN_SECRET_LENGTH) {
+    const message = `the admin JWT secret is shorter than ${MIN_SECRET_LENGTH} characters, short enough to be guessed offline from one token (openssl rand -hex 32 makes a good one)`;
+    if (production) throw new Error(`channelkit: ${message}.`);
+    logger.warn(`channelkit: WARNING: ${message}; refused in production.`);
   }
   if (!options.secret && !options.jwksUrl && !options.development) {
     logger.warn(
