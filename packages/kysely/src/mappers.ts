@@ -81,6 +81,7 @@ export function rowToConversation(row: Selectable<ConversationsTable>): Conversa
     flowState: fromJson(row.flow_state, undefined),
     nextTurn: Number(row.next_turn),
     livechatConversationId: row.livechat_conversation_id,
+    language: row.language,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

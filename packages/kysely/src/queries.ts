@@ -7,7 +7,10 @@ function placeholderRow<Column extends string>(columns: readonly Column[], $: (i
   return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
 }
 
-/** A new conversation's row: its 11 values are the first placeholders of the statement. */
+/** Values of a new conversation's row, the first placeholders of the statements that insert one. */
+export const CONVERSATION_VALUES = 12;
+
+/** A new conversation's row: its {@link CONVERSATION_VALUES} values are the first placeholders of the statement. */
 function conversationRow($: (index: number) => never) {
   return {
     id: $(0),
@@ -22,6 +25,7 @@ function conversationRow($: (index: number) => never) {
     next_ticket: $(8),
     serving: $(9),
     lease_until: $(10),
+    language: $(11),
   };
 }
 
@@ -50,21 +54,23 @@ export function requestPathQueries(db: Kysely<Database>) {
         .where("api_keys.hash", "=", $(0)),
     ),
     conversation: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(CONVERSATION_COLUMNS).where("id", "=", $(0))),
+    // The webhook routes find their channel by its public client id (a unique index).
+    channelByClientId: new PreparedQuery(1, ($) => db.selectFrom("channels").select(CHANNEL_COLUMNS).where("client_id", "=", $(0))),
     recentMessages: new PreparedQuery(2, ($) =>
       db.selectFrom("messages").select(MESSAGE_COLUMNS).where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1)),
     ),
-    insertConversation: new PreparedQuery(11, ($) => db.insertInto("conversations").values(conversationRow($))),
+    insertConversation: new PreparedQuery(CONVERSATION_VALUES, ($) => db.insertInto("conversations").values(conversationRow($))),
     // A new conversation with its first messages and its run, as one statement where the
     // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
     newConversation: new PreparedQueries((count: number) => {
-      const runOffset = 11 + count * MESSAGE_COLUMNS.length;
+      const runOffset = CONVERSATION_VALUES + count * MESSAGE_COLUMNS.length;
       return new PreparedQuery(runOffset + RUN_COLUMNS.length, ($) =>
         db
           .with("c", (qc) => qc.insertInto("conversations").values(conversationRow($)).returning("id"))
           .with("m", (qc) =>
             qc
               .insertInto("messages")
-              .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, 11 + row * MESSAGE_COLUMNS.length)))
+              .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, CONVERSATION_VALUES + row * MESSAGE_COLUMNS.length)))
               .returning("turn_index"),
           )
           .with("r", (qc) =>

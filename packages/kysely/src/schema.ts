@@ -66,6 +66,7 @@ export interface ConversationsTable {
   created_at: string;
   updated_at: string;
   next_ticket: Generated<number>;
+  language: string | null;
   serving: Generated<number>;
   lease_until: string | null;
 }
@@ -163,6 +164,7 @@ export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(
   "next_ticket",
   "serving",
   "lease_until",
+  "language",
 );
 
 export const MESSAGE_COLUMNS = everyColumn<MessagesTable>()(

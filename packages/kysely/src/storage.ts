@@ -99,7 +99,20 @@ export class KyselyStorage implements Storage {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
       const { run, userMessage } = input;
       await this.#insertConversation(
-        [conversation.id, conversation.tenantId, conversation.channelId, "bot", null, 1, run.startedAt, run.startedAt, 1, 0, input.leaseUntil],
+        [
+          conversation.id,
+          conversation.tenantId,
+          conversation.channelId,
+          "bot",
+          null,
+          1,
+          run.startedAt,
+          run.startedAt,
+          1,
+          0,
+          input.leaseUntil,
+          conversation.language ?? null,
+        ],
         [messageToRow(conversation.id, 0, userMessage)],
         runToRow(run, 0),
       );
@@ -210,6 +223,7 @@ export class KyselyStorage implements Storage {
         1,
         1,
         null,
+        conversation.language ?? null,
       ],
       messages.map((message, i) => messageToRow(conversation.id, i, message)),
       runToRow(run, 0),
@@ -218,7 +232,7 @@ export class KyselyStorage implements Storage {
   }
 
   /**
-   * Inserts a conversation (the 11 values of `insertConversation`), its first messages and
+   * Inserts a conversation (the values of `insertConversation`), its first messages and
    * a run: one statement where the database allows, else one transaction.
    */
   #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable): Promise<unknown> | unknown {
@@ -273,6 +287,11 @@ export class KyselyStorage implements Storage {
 
   async findChannel(id: string): Promise<ChannelRecord | null> {
     const row = (await this.#exec.rows(this.db.selectFrom("channels").selectAll().where("id", "=", id).compile()))[0];
+    return row ? rowToChannel(row) : null;
+  }
+
+  async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
+    const row = (await this.#exec.rows(this.#queries.channelByClientId.bind([clientId])))[0];
     return row ? rowToChannel(row) : null;
   }
 

@@ -136,6 +136,13 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.updateChannel(crypto.randomUUID(), { state: "active" }, at(0))).toBeNull();
       });
 
+      it("finds a webhook channel by its client id, and nothing for an unknown one", async () => {
+        const clientId = `client-${crypto.randomUUID()}`;
+        const { channel } = await seed({ type: "webhook", clientId, languages: ["en_US", "fr_FR"] });
+        expect(await storage.findChannelByClientId(clientId)).toEqual(channel);
+        expect(await storage.findChannelByClientId(`unknown-${crypto.randomUUID()}`)).toBeNull();
+      });
+
       it("returns copies: changing a record read or written does not change what is stored", async () => {
         const { channel, key } = await seed();
         const expected = structuredClone(channel);
@@ -285,6 +292,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
             flowState: undefined,
             nextTurn: 1,
             livechatConversationId: null,
+            language: null,
             createdAt: at(0),
             updatedAt: at(0),
           },
@@ -342,6 +350,26 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         await expect(storage.beginRun(run.begin(0))).rejects.toThrow();
         expect(await storage.findConversation(other.id)).toBeNull();
         expect(await storage.listRecentMessages(other.id, 10)).toEqual([]);
+      });
+    });
+
+    describe("a conversation's language (webhook channels)", () => {
+      it("is stored with a conversation that beginRun or storeRun creates, and read back; null when not given", async () => {
+        const c = await conversation();
+        const begun = c.run("bonjour").begin(0);
+        const ticket = await storage.beginRun({ ...begun, conversation: { ...begun.conversation, language: "fr_FR" } });
+        expect(ticket.claimed?.conversation.language).toBe("fr_FR");
+        expect((await storage.findConversation(c.id))?.language).toBe("fr_FR");
+
+        const whole = await conversation();
+        const run = whole.run("hallo");
+        const completed = run.complete({ ticket: 0, messages: ["Hallo!"], seconds: 1, user: true });
+        await storage.storeRun({ run: completed.run, conversation: { ...run.begin(0).conversation, language: "de_DE" }, messages: completed.messages });
+        expect((await storage.findConversation(whole.id))?.language).toBe("de_DE");
+
+        const plain = await conversation();
+        await storage.beginRun(plain.run("hi").begin(0));
+        expect((await storage.findConversation(plain.id))?.language).toBeNull();
       });
     });
 
@@ -425,6 +453,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
           flowState: { count: 1 },
           nextTurn: 3,
           livechatConversationId: null,
+          language: null,
           createdAt: at(0),
           updatedAt: at(5),
         });

@@ -276,6 +276,7 @@ export function memoryStorage(): Storage {
             flowState: null,
             nextTurn: 1,
             livechatConversationId: null,
+            language: conversation.language ?? null,
             createdAt: input.run.startedAt,
             updatedAt: input.run.startedAt,
             nextTicket: 1,
@@ -306,6 +307,7 @@ export function memoryStorage(): Storage {
           flowState: "flowState" in input ? toJson(input.flowState) : null,
           nextTurn: messages.length,
           livechatConversationId: null,
+          language: conversation.language ?? null,
           createdAt: run.startedAt,
           updatedAt: run.completedAt,
           nextTicket: 1,
@@ -428,6 +430,13 @@ export function memoryStorage(): Storage {
     async findChannel(id: string): Promise<ChannelRecord | null> {
       open();
       const row = channels.get(id);
+      return row ? rowToChannel(row) : null;
+    },
+
+    async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
+      open();
+      const id = channelsByClientId.get(clientId);
+      const row = id === undefined ? undefined : channels.get(id);
       return row ? rowToChannel(row) : null;
     },
 
@@ -554,6 +563,7 @@ function rowToConversation(row: ConversationRow): ConversationRecord {
     flowState: fromJson(row.flowState, undefined),
     nextTurn: row.nextTurn,
     livechatConversationId: row.livechatConversationId,
+    language: row.language,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };

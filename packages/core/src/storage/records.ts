@@ -34,6 +34,7 @@ export function newConversationRecord(conversation: RunConversation, at: string)
     flowState: undefined,
     nextTurn: 1,
     livechatConversationId: null,
+    language: conversation.language ?? null,
     createdAt: at,
     updatedAt: at,
   };

@@ -86,6 +86,8 @@ export interface ConversationRecord {
   /** The next free `turn_index`. */
   nextTurn: number;
   livechatConversationId: string | null;
+  /** The language the conversation was started in (`xx_XX`, webhook channels), or null. */
+  language: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -149,6 +151,8 @@ export interface RunConversation {
   tenantId: string;
   channelId: string;
   isNew: boolean;
+  /** The language a new conversation is started in (webhook channels); null or absent otherwise. */
+  language?: string | null;
 }
 
 /**
@@ -329,6 +333,8 @@ export interface Storage {
   /** Creates a channel and its first key (and records `audit`) in one transaction. */
   createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void>;
   findChannel(id: string): Promise<ChannelRecord | null>;
+  /** The webhook channel whose public `client_id` this is. */
+  findChannelByClientId(clientId: string): Promise<ChannelRecord | null>;
   /**
    * Applies a patch to a channel that is not archived (archived is final) and records
    * `audit` with it, in one transaction. Null, changing nothing, when no such channel exists
