@@ -21,7 +21,7 @@ export { signRequestBody } from "./auth/signature.js";
 export type { UIStreamEvent } from "./runs/ui-stream.js";
 
 // Flow authors.
-export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage } from "./flows/define.js";
+export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage, type FlowTrigger } from "./flows/define.js";
 export {
   step,
   text,
@@ -29,7 +29,13 @@ export {
   pause,
   handover,
   setState,
+  suggestions,
+  sources,
+  expectResponse,
+  setVariables,
   type FlowEvent,
+  type ReplyOptionsEvent,
+  type VariablesEvent,
   type StepEvent,
   type TextDeltaEvent,
   type MessageEvent,

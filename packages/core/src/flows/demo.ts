@@ -1,5 +1,5 @@
 import { defineFlow, type Flow } from "./define.js";
-import { handover, pause, setState, step, text } from "./events.js";
+import { handover, pause, setState, step, suggestions, text } from "./events.js";
 
 /** Splits text into words that keep their trailing whitespace, so the pieces rejoin exactly. */
 function words(value: string): string[] {
@@ -21,10 +21,19 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Replies `Echo: <payload>` word by word; `result` counts the conversation's user messages. */
+/**
+ * Replies `Echo: <payload>` word by word; `result` counts the conversation's user messages.
+ * A conversation opened without a message (webhook) is greeted, with a suggestion.
+ */
 export const echoFlow = defineFlow<{ turn: number }>({
   name: "echo",
   version: "1",
+  async *start() {
+    yield step("greet", "greeting");
+    yield text("Hello! How can I help you?");
+    yield suggestions(["Echo test"]);
+    return null;
+  },
   async *run(ctx) {
     yield step("echo", "echo");
     for (const word of words(`Echo: ${ctx.payload}`)) yield text(word);

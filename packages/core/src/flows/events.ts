@@ -35,8 +35,28 @@ export interface StateEvent {
   state: unknown;
 }
 
+/**
+ * How the current reply is presented on channels that show more than text (the webhook
+ * channel's `BOT_MESSAGE`): it applies to the text being written, else to the last reply,
+ * else to the next one. Each field given replaces the one set before.
+ */
+export interface ReplyOptionsEvent {
+  type: "reply-options";
+  /** Quick replies offered to the user. */
+  suggestions?: string[];
+  /** Where the answer comes from (documents, links): any JSON values. */
+  sources?: unknown[];
+  /** What the reply expects back, e.g. `text`, `suggestion`, `textOrSuggestion`. */
+  expectedResponseType?: string;
+}
+/** Sets variables of the conversation's context, merged into those set before in the run. */
+export interface VariablesEvent {
+  type: "variables";
+  variables: Record<string, unknown>;
+}
+
 /** What a flow yields while it runs. */
-export type FlowEvent = StepEvent | TextDeltaEvent | MessageEvent | PauseEvent | HandoverEvent | StateEvent;
+export type FlowEvent = StepEvent | TextDeltaEvent | MessageEvent | PauseEvent | HandoverEvent | StateEvent | ReplyOptionsEvent | VariablesEvent;
 
 /** Starts a step named `name` of node type `nodeType` (defaults to the name). */
 export function step(name: string, nodeType: string = name): StepEvent {
@@ -66,6 +86,29 @@ export function handover(message?: string): HandoverEvent {
 /** Persists `state` for this conversation; the flow reads it back as `ctx.state` next run. */
 export function setState(state: unknown): StateEvent {
   return { type: "state", state };
+}
+
+/**
+ * Offers `list` as quick replies with the current reply (the webhook channel's
+ * `suggestions`); the expected response type then defaults to `textOrSuggestion`.
+ */
+export function suggestions(list: string[]): ReplyOptionsEvent {
+  return { type: "reply-options", suggestions: list };
+}
+
+/** Cites where the current reply comes from (the webhook channel's `sources`). */
+export function sources(list: unknown[]): ReplyOptionsEvent {
+  return { type: "reply-options", sources: list };
+}
+
+/** Says what the current reply expects back (the webhook channel's `expectedResponseType`, e.g. `suggestion`). */
+export function expectResponse(type: string): ReplyOptionsEvent {
+  return { type: "reply-options", expectedResponseType: type };
+}
+
+/** Sets variables of the conversation's context (the webhook channel's `context.variables`). */
+export function setVariables(variables: Record<string, unknown>): VariablesEvent {
+  return { type: "variables", variables };
 }
 
 function pickDefined(options: { toolCalls?: ToolCall[]; toolCallId?: string }) {

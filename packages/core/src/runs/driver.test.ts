@@ -258,6 +258,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     ticket: ticket.ticket,
     claimed: ticket.claimed,
     begun: true,
+    trigger: "message",
     claimedAtMs: arrivedMs,
     metadata: options.metadata ?? {},
     abort,

@@ -1,5 +1,5 @@
 import type { TokenEstimator } from "../conversations/tokens.js";
-import type { Flow, FlowContext, FlowHistoryMessage } from "../flows/define.js";
+import type { Flow, FlowContext, FlowHistoryMessage, FlowTrigger } from "../flows/define.js";
 import type { FlowEvent } from "../flows/events.js";
 import type {
   BeginRunInput,
@@ -43,6 +43,8 @@ interface RunInput {
   /** When the turn was claimed on arrival (ms), for the run's `started_at`. */
   claimedAtMs: number;
   payload: string;
+  /** A `start` run has no user message: it stores only what the flow's `start` produced. */
+  trigger: FlowTrigger;
   metadata: Record<string, unknown>;
   /** Stops the run: it is then stored `cancelled`, with what was produced so far. */
   abort: RunAbort;
@@ -122,7 +124,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     durationMs: completedMs - startedMs,
   });
   if (!input.begun) {
-    const messages = [turn.userMessage as NewMessage].concat(outcome.produced);
+    const messages = input.trigger === "start" ? outcome.produced : [turn.userMessage as NewMessage].concat(outcome.produced);
     const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
     await storage.storeRun(withState(whole, transcript, outcome));
     return outcome;
@@ -159,11 +161,13 @@ async function* runFlow(
   const { abort } = input;
   const ctx: FlowContext = {
     payload: input.payload,
+    trigger: input.trigger,
+    language: turn.conversation.language,
     metadata: input.metadata,
     runId: input.runId,
     conversationId: input.conversation.id,
     isNewConversation: input.conversation.isNew,
-    channel: { id: input.channel.id, environment: input.channel.environment },
+    channel: { id: input.channel.id, environment: input.channel.environment, type: input.channel.type },
     state: turn.conversation.flowState ?? undefined,
     history: (limit = input.historyLimit) => historyBefore(input.storage, turn, limit),
     get signal() {
@@ -222,9 +226,13 @@ async function* runFlow(
   return { status, result, error };
 }
 
-/** The flow's events; a `run` that throws before its first event fails like one that throws later. */
+/**
+ * The flow's events: its `run`, or its `start` for a `start` run (none without one). A flow
+ * that throws before its first event fails like one that throws later.
+ */
 function flowIterator(flow: Flow, ctx: FlowContext): AsyncIterator<FlowEvent, unknown> {
   try {
+    if (ctx.trigger === "start") return flow.start ? flow.start(ctx)[Symbol.asyncIterator]() : NO_EVENTS;
     return flow.run(ctx)[Symbol.asyncIterator]();
   } catch (error) {
     return { next: () => Promise.reject(error) };
@@ -274,6 +282,9 @@ function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
 }
 
 const ABORTED = Symbol("aborted");
+
+/** The events of a flow that has nothing to do. */
+const NO_EVENTS: AsyncIterator<FlowEvent, unknown> = { next: async () => ({ done: true, value: null }) };
 
 /** The run's user message, as stored when it claims its turn. */
 function userMessageOf(runId: string, payload: string, timestamp: string, estimateTokens: TokenEstimator): NewMessage {

@@ -3,6 +3,7 @@ import type { IncomingRequest } from "../http/reply.js";
 import { newConversationRecord, storedMessage } from "../storage/records.js";
 import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
 import type { RegisteredFlow } from "../context.js";
+import type { FlowTrigger } from "../flows/define.js";
 import { claimOf, driveRun, type RunSteps } from "./driver.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
@@ -13,8 +14,15 @@ export interface StartRunInput {
   flow: RegisteredFlow;
   /** The stored conversation the run continues, or null to start a new one. */
   conversation: ConversationRecord | null;
-  /** The user's input. */
+  /** The user's input (`""` for a `start`). */
   payload: string;
+  /**
+   * `message` (the default) for a user's message; `start` opens a new conversation without
+   * one and runs the flow's `start` (answered whole: `conversation` null, `live` false).
+   */
+  trigger?: FlowTrigger;
+  /** The language of a new conversation (webhook channels). */
+  language?: string | null;
   metadata: Record<string, unknown>;
   /** The request the run answers: its client going away aborts the run. */
   request: Pick<IncomingRequest, "signal" | "onClientGone">;
@@ -45,6 +53,10 @@ export interface StartedRun {
  */
 export async function startRun(ctx: ServiceContext, input: StartRunInput): Promise<StartedRun> {
   const { channel } = input;
+  const trigger = input.trigger ?? "message";
+  if (trigger === "start" && (input.conversation !== null || input.live)) {
+    throw new Error("channelkit: a start run opens a new conversation and is answered whole (conversation null, live false)");
+  }
   const runs = ctx.runs;
   const abort = runs.admit();
   const runId = crypto.randomUUID();
@@ -53,6 +65,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     tenantId: channel.tenantId,
     channelId: channel.id,
     isNew: input.conversation === null,
+    language: input.language ?? null,
   };
   const base = { flow: input.flow.flow, channel, runId, conversation, payload: input.payload, estimateTokens: ctx.estimateTokens };
   const arrivedMs = Date.now();
@@ -75,6 +88,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     runId,
     conversation,
     payload: input.payload,
+    trigger,
     estimateTokens: ctx.estimateTokens,
     ticket: ticket.ticket,
     claimed: ticket.claimed,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { estimateTokens } from "../conversations/tokens.js";
-import { handover, message, pause, setState, step, text } from "../flows/events.js";
+import { expectResponse, handover, message, pause, setState, setVariables, sources, step, suggestions, text } from "../flows/events.js";
 import { type RunEnd, type TextPart, Transcript } from "./transcript.js";
 
 const RUN_ID = "run-1";
@@ -263,7 +263,37 @@ describe("Transcript: outcome", () => {
       completedAt: END.completedAt,
       durationMs: 1500,
       livechatMode: null,
+      replyOptions: new Map(),
+      variables: {},
     });
+  });
+
+  it("attaches reply options to the text being written, else the last reply, else the next one", () => {
+    const t = transcript();
+    t.apply(suggestions(["early"]));
+    t.apply(step("a", "llm"));
+    t.apply(text("first"));
+    t.apply(sources([{ url: "https://docs.example" }]));
+    t.apply(message("second"));
+    t.apply(suggestions(["yes", "no"]));
+    t.apply(expectResponse("suggestion"));
+    t.apply(message("tool output", { role: "tool", toolCallId: "call-1" }));
+    t.apply(suggestions(["after the tool"]));
+    t.apply(pause("third"));
+    t.end(false);
+    expect(t.produced.map((m) => m.content)).toEqual(["first", "second", "tool output", "third"]);
+    expect([...t.outcome(RUN_ID, "c", END).replyOptions]).toEqual([
+      [0, { suggestions: ["early"], sources: [{ url: "https://docs.example" }] }],
+      [1, { suggestions: ["yes", "no"], expectedResponseType: "suggestion" }],
+      [3, { suggestions: ["after the tool"] }],
+    ]);
+  });
+
+  it("merges the variables the flow sets", () => {
+    const t = transcript();
+    t.apply(setVariables({ name: "Ada", plan: "free" }));
+    t.apply(setVariables({ plan: "pro" }));
+    expect(t.outcome(RUN_ID, "c", END).variables).toEqual({ name: "Ada", plan: "pro" });
   });
 
   it("is pending after a pause, with no live-chat mode", () => {

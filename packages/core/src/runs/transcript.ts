@@ -1,7 +1,7 @@
 import type { TokenEstimator } from "../conversations/tokens.js";
 import type { FlowEvent } from "../flows/events.js";
 import type { ConversationMode, MessageRole, NewMessage, RunStatus } from "../storage/types.js";
-import type { RunOutcome } from "./outcome.js";
+import type { ReplyOptions, RunOutcome } from "./outcome.js";
 import { isoNow } from "./timestamp.js";
 
 /** A part of the live reply, in the UI message stream's own shapes. */
@@ -70,6 +70,12 @@ export class Transcript {
   readonly executionOrder: string[] = [];
   /** The flow's new state, when it set one (`value` may be `undefined`, which clears it). */
   flowState: { value: unknown } | null = null;
+  /** Presentation of assistant replies, by index in {@link produced}. */
+  readonly replyOptions = new Map<number, ReplyOptions>();
+  /** Variables the flow set, merged. */
+  readonly variables: Record<string, unknown> = {};
+  /** Reply options given before any reply: they go to the next one. */
+  #pendingOptions: ReplyOptions | null = null;
   #paused = false;
   #livechatMode: ConversationMode | null = null;
   #stepId: string | null = null;
@@ -121,6 +127,26 @@ export class Transcript {
       case "state":
         this.flowState = { value: event.state };
         return NO_PARTS;
+      case "reply-options":
+        this.#replyOptions(event);
+        return NO_PARTS;
+      case "variables":
+        Object.assign(this.variables, event.variables);
+        return NO_PARTS;
+    }
+  }
+
+  /** Options for the text being written, else the last reply, else the next one. */
+  #replyOptions(event: ReplyOptions): void {
+    const options: ReplyOptions = {};
+    if (event.suggestions !== undefined) options.suggestions = event.suggestions;
+    if (event.sources !== undefined) options.sources = event.sources;
+    if (event.expectedResponseType !== undefined) options.expectedResponseType = event.expectedResponseType;
+    const last = this.produced.length - 1;
+    if (this.#open === null && last >= 0 && (this.produced[last] as NewMessage).role === "assistant") {
+      this.replyOptions.set(last, { ...this.replyOptions.get(last), ...options });
+    } else {
+      this.#pendingOptions = { ...this.#pendingOptions, ...options };
     }
   }
 
@@ -148,6 +174,8 @@ export class Transcript {
       completedAt: end.completedAt,
       durationMs: end.durationMs,
       livechatMode: status === "pending" ? this.#livechatMode : null,
+      replyOptions: this.replyOptions,
+      variables: this.variables,
     };
   }
 
@@ -184,6 +212,10 @@ export class Transcript {
     if (!open) return NO_PARTS;
     this.#open = null;
     this.produced.push(this.message("assistant", open.content));
+    if (this.#pendingOptions) {
+      this.replyOptions.set(this.produced.length - 1, this.#pendingOptions);
+      this.#pendingOptions = null;
+    }
     return this.#options.live ? [{ type: "text-end", id: open.id }] : NO_PARTS;
   }
 }
