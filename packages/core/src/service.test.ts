@@ -17,6 +17,10 @@ describe("service.routes", () => {
         { method: "POST", path: "/chat/public/v1/api/execute" },
         { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/messages" },
         { method: "GET", path: "/chat/public/v1/api/conversations/:session_id/messages" },
+        { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/startConversation" },
+        { method: "POST", path: "/chat/channels/webhook/:client_id/startConversation" },
+        { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/newMessage" },
+        { method: "POST", path: "/chat/channels/webhook/:client_id/newMessage" },
         { method: "GET", path: "/chat/ping" },
       ]);
       expect(Object.isFrozen(service.routes)).toBe(true);

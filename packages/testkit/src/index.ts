@@ -14,6 +14,7 @@ import { historyTests } from "./history.js";
 import { signatureTests } from "./signature.js";
 import { streamTests } from "./stream.js";
 import { turnTests } from "./turns.js";
+import { webhookTests } from "./webhook.js";
 import type { ContractTarget } from "./types.js";
 
 export type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
@@ -54,6 +55,7 @@ export function defineContractSuite(target: ContractTarget): void {
     abortTests(h);
     turnTests(h);
     adminTests(h);
+    webhookTests(h);
 
     describe("with a small body limit", () => {
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });

@@ -202,7 +202,9 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           throw new ServiceError("validation_error", `No tenant exists with id ${parsed.tenantId}.`);
         }
         const now = isoNow();
-        const signingSecret = parsed.requireSignature ? generateSigningSecret() : null;
+        // A webhook channel always has its secret (the console's "secret for the webhook"),
+        // shown once here, required on its calls only when it requires signatures.
+        const signingSecret = parsed.requireSignature || parsed.type === "webhook" ? generateSigningSecret() : null;
         const channel: ChannelRecord = {
           id: crypto.randomUUID(),
           tenantId: parsed.tenantId,

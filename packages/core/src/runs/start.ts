@@ -7,6 +7,7 @@ import type { FlowTrigger } from "../flows/define.js";
 import { claimOf, driveRun, type RunSteps } from "./driver.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
+import type { RunOutcome } from "./outcome.js";
 
 /** What a channel asks of {@link startRun}. */
 export interface StartRunInput {
@@ -102,6 +103,13 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     live: input.live,
   });
   return { runId, conversationId: conversation.id, steps: tracked(runs, abort, input.request, steps), cancel: (reason) => abort.abort(reason) };
+}
+
+/** Pulls a run answered whole to its end: its outcome, once stored. */
+export async function runToEnd(run: StartedRun): Promise<RunOutcome> {
+  let next = await run.steps.next();
+  while (!next.done) next = await run.steps.next();
+  return next.value;
 }
 
 /** The turn of a run that starts its conversation and stores it whole at its end. */

@@ -1,0 +1,24 @@
+import type { ServiceContext } from "../context.js";
+import { ServiceError } from "../http/errors.js";
+import type { ChannelRecord } from "../storage/types.js";
+import { verifySignature } from "./signature.js";
+
+/**
+ * Checks a request's `X-Service-Signature` against the channel's signing secret, over the
+ * exact raw body: `503 signing_secret_unavailable` when the channel has no secret the master
+ * key opens, else the signature's own codes. Call it only when the channel requires one.
+ */
+export async function checkChannelSignature(
+  request: { headers: { get(name: string): string | null } },
+  channel: ChannelRecord,
+  body: Uint8Array,
+  ctx: ServiceContext,
+): Promise<void> {
+  const sealed = channel.signingSecretEncrypted;
+  const secret = sealed === null ? null : await ctx.secrets.decrypt(sealed);
+  if (secret === null) {
+    if (sealed !== null) ctx.logger.error(`channelkit: the signing secret of channel ${channel.id} cannot be decrypted with the configured master key`);
+    throw new ServiceError("signing_secret_unavailable");
+  }
+  await verifySignature(request.headers.get("x-service-signature"), secret, body);
+}
