@@ -172,7 +172,7 @@ export function webhookTests(h: Harness): void {
         const id = (await start(h, channel.clientId)).conversation.conversation.id;
         const inputs = Array.from({ length: 12 }, (_, i) => `message ${i}`);
         const replies = await Promise.all(inputs.map((input) => say(h, channel.clientId, id, input)));
-        replies.forEach((events, i) => expect(texts(events)).toEqual([`Echo: ${inputs[i]}`]));
+        expect(replies.map(texts)).toEqual(inputs.map((input) => [`Echo: ${input}`]));
         const messages = await h.target.storage.listRecentMessages(id, 100);
         expect(messages.map((m) => m.turnIndex)).toEqual(Array.from({ length: 25 }, (_, i) => i));
         expect(
