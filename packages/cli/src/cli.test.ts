@@ -211,12 +211,14 @@ describe("channelkit channel create", () => {
     }
   });
 
-  it("creates a webhook channel with a client_id and its languages", async () => {
+  it("creates a webhook channel with a client_id, its languages and its secret (shown once, not required)", async () => {
     const created = await channel(db, tenantId, "--type", "webhook", "--languages", "en_US,fr_FR");
     expect(created.channel.type).toBe("webhook");
     expect(created.channel.client_id).toEqual(expect.stringMatching(/^[0-9A-Za-z]{16,}$/));
     expect(created.channel.languages).toEqual(["en_US", "fr_FR"]);
     expect(created.api_key.startsWith("svc_live_")).toBe(true);
+    expect(created.signing_secret).toEqual(expect.stringMatching(/^svc_sig_/));
+    expect(created.channel).toMatchObject({ has_signing_secret: true, config: { require_signature: false } });
   });
 
   it("refuses an unknown tenant with exit 1 and the error envelope", async () => {

@@ -17,7 +17,7 @@ import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex"), CHANNELKIT_ADMIN_JWT_SECRET: randomBytes(32).toString("hex") };
 
 interface CreatedChannel {
-  channel: { id: string };
+  channel: { id: string; client_id?: string };
   api_key: string;
   signing_secret: string | null;
 }
@@ -121,7 +121,7 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
   let tenantId: string;
   let servers: ServeProcess[] = [];
   /** One channel per test, made by the CLI before the tests run. */
-  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow" | "admin", CreatedChannel>;
+  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow" | "admin" | "webhook", CreatedChannel>;
   /** Every key, signing secret and admin token shown in clear during the suite: none may be stored or logged. */
   const shown: string[] = [];
 
@@ -134,7 +134,7 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
     ({ db, drop } = await open());
     tenantId = (await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Multi")).tenant.id;
     // Processes side by side (SQLite writers queue on the busy timeout); saves a second or two.
-    const [[turns, state, origins, rotate, slow, admin], started] = await Promise.all([
+    const [[turns, state, origins, rotate, slow, admin, webhook], started] = await Promise.all([
       Promise.all([
         createChannel(),
         createChannel(),
@@ -142,10 +142,11 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
         createChannel(),
         createSlowChannel(),
         createChannel("--require-signature"),
+        createChannel("--type", "webhook", "--languages", "en_US,fr_FR"),
       ]),
       Promise.all([0, 1].map(() => startServe(["--db", db, "--port", "0"], ENV))),
     ]);
-    channels = { turns, state, origins, rotate, slow, admin };
+    channels = { turns, state, origins, rotate, slow, admin, webhook };
     for (const created of Object.values(channels)) shown.push(created.api_key, ...(created.signing_secret ? [created.signing_secret] : []));
     servers = started;
   }, 120_000);
@@ -262,6 +263,37 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
     expect(resumed.status).toBe(200);
     waiting.abort();
     streaming.abort();
+  });
+
+  it("webhook: a conversation started on one server goes on on both; concurrent messages across them keep turns contiguous", async () => {
+    const [a, b] = servers as [ServeProcess, ServeProcess];
+    const clientId = channels.webhook.channel.client_id as string;
+    const post = async (server: ServeProcess, route: string, body: unknown) => {
+      const response = await fetch(`${server.url}/channels/webhook/${clientId}/${route}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      expect(response.status, text).toBe(200);
+      return JSON.parse(text);
+    };
+    const started = await post(a, "startConversation", { language: "fr_FR", integrationContext: {} });
+    const conversationId = started.conversation.conversation.id as string;
+    expect(started.conversation.newMessages.newEvents[0].data.rawContent).toBe("Hello! How can I help you?");
+    const inputs = Array.from({ length: 20 }, (_, i) => `webhook ${i}`);
+    const replies = await Promise.all(inputs.map((userInput, i) => post(i % 2 === 0 ? a : b, "newMessage", { conversationId, userInput })));
+    expect(replies.map((reply) => reply.conversation.newEvents.map((event: { data: { rawContent: string } }) => event.data.rawContent))).toEqual(
+      inputs.map((input) => [`Echo: ${input}`]),
+    );
+    const storage = openStorage(db);
+    try {
+      const messages = await storage.listRecentMessages(conversationId, 100);
+      expect(messages.map((m) => m.turnIndex)).toEqual(Array.from({ length: 41 }, (_, i) => i));
+      expect(await storage.findConversation(conversationId)).toMatchObject({ language: "fr_FR", flowState: { turn: 20 } });
+    } finally {
+      await storage.close();
+    }
   });
 
   describe("a change made by a third process is seen by both servers on their very next request", () => {

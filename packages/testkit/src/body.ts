@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { adminFetch, channelAdminPath, tokenFor } from "./admin-client.js";
+import { webhookPost } from "./webhook.js";
 import { type Body, execute, expectError, runJson } from "./client.js";
 import type { Harness } from "./harness.js";
 
@@ -122,6 +124,18 @@ export function bodyLimitTests(h: Harness, maxBodyBytes: number): void {
       const channel = await h.channel({ flow: "echo" });
       const response = await execute(h, channel.key, chunkedBody(maxBodyBytes));
       expect(response.status, await response.clone().text()).toBe(200);
+    });
+
+    it("the webhook routes and the admin PATCH hold the same limit", async () => {
+      const channel = await h.channel({ flow: "echo", type: "webhook" });
+      const clientId = (channel.view as { client_id: string }).client_id;
+      const over = JSON.stringify({ language: "en_US", integrationContext: { pad: "x".repeat(maxBodyBytes) } });
+      for (const route of ["startConversation", "newMessage"] as const) {
+        await expectError(await webhookPost(h, clientId, route, over), 413, "payload_too_large");
+      }
+      const token = await tokenFor(h, channel.tenantId);
+      const patch = await adminFetch(h, "PATCH", channelAdminPath(channel.id), { tenant: channel.tenantId, token, body: { name: "x".repeat(maxBodyBytes) } });
+      await expectError(patch, 413, "payload_too_large");
     });
   });
 }

@@ -317,6 +317,15 @@ export function webhookTests(h: Harness): void {
       });
     });
 
+    it("the admin PATCH sets the channel's active languages: a new one starts, a removed one is 422", async () => {
+      const channel = await webhookChannel(h);
+      const token = await tokenFor(h, channel.tenantId);
+      const patched = await adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant: channel.tenantId, token, body: { languages: ["de_DE", "fr_FR"] } });
+      expect(patched.channel.languages).toEqual(["de_DE", "fr_FR"]);
+      expect((await start(h, channel.clientId, { language: "de_DE" })).conversation.conversation.context.channel.languages).toEqual(["de_DE", "fr_FR"]);
+      await expectError(await webhookPost(h, channel.clientId, "startConversation", { language: "en_US" }), 422, "validation_error");
+    });
+
     it("each route has a CORS preflight", async () => {
       const channel = await webhookChannel(h);
       for (const route of ["startConversation", "newMessage"] as const) {

@@ -79,6 +79,7 @@ export const patchChannelBodySchema = z.strictObject(
     state: z.enum(["active", "inactive", "archived"], "state must be active, inactive or archived").optional(),
     allowed_origins: z.array(origin).optional(),
     default_stream: z.boolean("default_stream must be a boolean").optional(),
+    languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
     config: z
       .strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, notAnObject("config must be an object"))
       .optional(),

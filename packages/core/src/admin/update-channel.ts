@@ -32,6 +32,7 @@ function toUpdateInput(body: ReturnType<typeof patchChannelBodySchema.parse>): U
   if (body.state !== undefined) input.state = body.state;
   if (body.allowed_origins !== undefined) input.allowedOrigins = body.allowed_origins;
   if (body.default_stream !== undefined) input.defaultStream = body.default_stream;
+  if (body.languages !== undefined) input.languages = body.languages;
   if (body.config?.require_signature !== undefined) input.requireSignature = body.config.require_signature;
   return input;
 }

@@ -50,6 +50,15 @@ export class RunLifecycle {
     this.leaseMs = options.leaseMs;
   }
 
+  /**
+   * What this process holds for runs, right now: runs in flight, conversations with a run
+   * waiting its turn here, turns held. All three go back to 0 when no run is in flight: a
+   * process keeps nothing per conversation beyond its runs (for health checks and tests).
+   */
+  inFlight(): { runs: number; waitingConversations: number; heldTurns: number } {
+    return { runs: this.#runs.size, waitingConversations: this.#waiting.size, heldTurns: this.#held.size };
+  }
+
   /** Whether the service is closing: a run admitted now starts aborted. */
   get closed(): boolean {
     return this.#closed !== null;
