@@ -14,6 +14,7 @@ export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";
 // The admin routes (rotate-key, rotate-signing-secret, channel settings, audit) behind an admin JWT.
 export { adminApi } from "./admin/plugin.js";
 export type { AdminAuthOptions } from "./auth/admin-token.js";
+export type { WidgetSettings, WidgetStrings } from "./channels/widget/settings.js";
 export type { TokenEstimator } from "./conversations/tokens.js";
 export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
 // Clients of a channel: signing a request body, reading the SSE stream.

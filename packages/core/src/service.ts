@@ -2,6 +2,7 @@ import { createChannelAdmin, type ChannelAdmin } from "./admin/operations.js";
 import { createSecretBox, DEVELOPMENT_MASTER_KEY } from "./auth/secret-box.js";
 import { apiChannel } from "./channels/api/plugin.js";
 import { webhookChannel } from "./channels/webhook/plugin.js";
+import { widgetChannel } from "./channels/widget/plugin.js";
 import type { Logger, RegisteredFlow, ServiceContext } from "./context.js";
 import { estimateTokens as defaultEstimate, type TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
@@ -29,7 +30,7 @@ export interface ChannelServiceOptions {
   secretKey?: string;
   /** When true, a missing `secretKey` is an error. Defaults to `NODE_ENV === "production"`. */
   production?: boolean;
-  /** Extra channels and features; the API and webhook channels are always on. */
+  /** Extra channels and features; the API, webhook and widget channels are always on. */
   plugins?: ChannelPlugin[];
   /** Path prefix the routes are mounted under, e.g. `/chat` (default: none). */
   basePath?: string;
@@ -125,7 +126,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
-  for (const plugin of [apiChannel(), webhookChannel(), ...(options.plugins ?? [])]) {
+  for (const plugin of [apiChannel(), webhookChannel(), widgetChannel(), ...(options.plugins ?? [])]) {
     if ("init" in plugin && plugin.init) await plugin.init(ctx);
     for (const route of plugin.routes ?? []) {
       router.add(route);

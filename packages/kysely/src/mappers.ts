@@ -1,5 +1,5 @@
 import type { ApiKeyRecord, AuditEventRecord, ChannelRecord, ConversationRecord, Environment, MessageRecord, NewMessage, RunRecord } from "@channelkit/core";
-import type { Selectable } from "kysely";
+import type { Insertable, Selectable } from "kysely";
 import type { ApiKeysTable, AuditEventsTable, ChannelsTable, ConversationsTable, MessagesTable, RunsTable } from "./schema.js";
 
 /** JSON text of a value; `undefined` is stored as null. */
@@ -11,7 +11,7 @@ function fromJson<T>(text: string | null, fallback: T): T {
   return text === null ? fallback : (JSON.parse(text) as T);
 }
 
-export function channelToRow(channel: ChannelRecord): ChannelsTable {
+export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> {
   return {
     id: channel.id,
     tenant_id: channel.tenantId,
@@ -29,6 +29,7 @@ export function channelToRow(channel: ChannelRecord): ChannelsTable {
     client_id: channel.clientId,
     languages: JSON.stringify(channel.languages),
     livechat_messages: JSON.stringify(channel.livechatMessages),
+    widget: JSON.stringify(channel.widget),
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -52,6 +53,7 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     clientId: row.client_id,
     languages: fromJson(row.languages, []),
     livechatMessages: fromJson(row.livechat_messages, {}),
+    widget: fromJson(row.widget, {}),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

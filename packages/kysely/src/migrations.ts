@@ -2,6 +2,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator } from "k
 import { runTurns } from "./migration-0002-run-turns.js";
 import { auditEvents } from "./migration-0003-audit-events.js";
 import { conversationLanguage } from "./migration-0004-conversation-language.js";
+import { channelWidget } from "./migration-0005-channel-widget.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -116,6 +117,7 @@ export const migrations: Record<string, Migration> = {
   "0002_run_turns": runTurns,
   "0003_audit_events": auditEvents,
   "0004_conversation_language": conversationLanguage,
+  "0005_channel_widget": channelWidget,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

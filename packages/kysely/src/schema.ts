@@ -40,6 +40,8 @@ export interface ChannelsTable {
   livechat_messages: string;
   created_at: string;
   updated_at: string;
+  /** JSON text, `{}` for a channel created before the widget settings existed. */
+  widget: Generated<string>;
 }
 
 export interface ApiKeysTable {
@@ -149,6 +151,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "livechat_messages",
   "created_at",
   "updated_at",
+  "widget",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(

@@ -78,6 +78,7 @@ function channelRecord(tenantId: string): ChannelRecord {
     clientId: null,
     languages: ["en_US", "fr_FR"],
     livechatMessages: { livechat_waiting: "Please wait" },
+    widget: {},
     createdAt: NOW,
     updatedAt: NOW,
   };
@@ -180,7 +181,7 @@ describe("migrate", () => {
     await other.migrate();
     expect(await other.findTenant(tenant.id)).toEqual(tenant);
     const { rows } = await sql<{ name: string }>`select name from channelkit_migration order by name`.execute(storage.db);
-    expect(rows.map((row) => row.name)).toEqual(["0001_initial", "0002_run_turns", "0003_audit_events", "0004_conversation_language"]);
+    expect(rows.map((row) => row.name)).toEqual(["0001_initial", "0002_run_turns", "0003_audit_events", "0004_conversation_language", "0005_channel_widget"]);
   });
 
   it("0002 gives the conversations stored before it an idle queue: their next run claims at once", async () => {

@@ -432,6 +432,7 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.signingSecretEncrypted !== undefined) row.signing_secret_encrypted = patch.signingSecretEncrypted;
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechat_messages = JSON.stringify(patch.livechatMessages);
+  if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }
 

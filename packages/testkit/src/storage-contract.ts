@@ -956,6 +956,7 @@ function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {})
     clientId: null,
     languages: ["en_US", "fr_FR"],
     livechatMessages: { livechat_waiting: "Please wait" },
+    widget: { theme: { position: "bottom-left" } },
     createdAt: at(0),
     updatedAt: at(0),
     ...overrides,

@@ -45,6 +45,7 @@ const AUDITED_FIELDS = [
   "allowed_origins",
   "default_stream",
   "languages",
+  "widget",
 ] as const;
 
 function field(view: ChannelView, name: (typeof AUDITED_FIELDS)[number]): unknown {

@@ -16,6 +16,8 @@ export function channelView(channel: ChannelRecord) {
     config: { require_signature: channel.requireSignature },
     allowed_origins: channel.allowedOrigins,
     default_stream: channel.defaultStream,
+    /** What the channel's chat widget overrides of its defaults. */
+    widget: channel.widget,
     ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { widgetSettingsSchema } from "../channels/widget/settings.js";
 import { integerParam } from "../http/validate.js";
 
 const environment = z.enum(["prod", "dev", "staging"]);
@@ -29,6 +30,7 @@ export const createChannelSchema = z.object({
   requireSignature: z.boolean().default(false),
   languages: z.array(language).min(1).default(["en_US"]),
   livechatMessages: z.record(z.string(), z.string()).default({}),
+  widget: widgetSettingsSchema.default({}),
 });
 
 /** Input of `admin.updateChannel`. */
@@ -43,6 +45,8 @@ export const updateChannelSchema = z
     requireSignature: z.boolean(),
     languages: z.array(language).min(1),
     livechatMessages: z.record(z.string(), z.string()),
+    /** The widget settings, replacing the whole set (see `docs/widget.md`). */
+    widget: widgetSettingsSchema,
   })
   .partial();
 
@@ -80,6 +84,7 @@ export const patchChannelBodySchema = z.strictObject(
     allowed_origins: z.array(origin).optional(),
     default_stream: z.boolean("default_stream must be a boolean").optional(),
     languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
+    widget: widgetSettingsSchema.optional(),
     config: z
       .strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, notAnObject("config must be an object"))
       .optional(),

@@ -33,6 +33,7 @@ function toUpdateInput(body: ReturnType<typeof patchChannelBodySchema.parse>): U
   if (body.allowed_origins !== undefined) input.allowedOrigins = body.allowed_origins;
   if (body.default_stream !== undefined) input.defaultStream = body.default_stream;
   if (body.languages !== undefined) input.languages = body.languages;
+  if (body.widget !== undefined) input.widget = body.widget;
   if (body.config?.require_signature !== undefined) input.requireSignature = body.config.require_signature;
   return input;
 }

@@ -21,12 +21,19 @@ export function bearerToken(request: WithHeaders): string | null {
  * first failure wins: the key (401 `missing_api_key`, `invalid_api_key`), the channel type
  * (403 `wrong_channel_type`), its state (410 `channel_archived`, 409 `channel_inactive`),
  * the environment (403 `environment_mismatch`), then the origin for public keys (403
- * `origin_not_allowed`). Throws the `ServiceError`; returns the key and its channel.
+ * `origin_not_allowed`). With `publicKeyOnly` (the widget routes), a valid server key is 403
+ * `public_key_required`, right after the key checks. Throws the `ServiceError`; returns the
+ * key and its channel.
  *
  * @example
  * const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
  */
-export async function authenticateApiKey(request: WithHeaders, storage: Storage, now: Date, channelType: "api" | "webhook" = "api"): Promise<KeyWithChannel> {
+export async function authenticateApiKey(
+  request: WithHeaders,
+  storage: Storage,
+  now: Date,
+  options: { publicKeyOnly?: boolean } = {},
+): Promise<KeyWithChannel> {
   const presented = bearerToken(request);
   if (presented === null) throw new ServiceError("missing_api_key");
   const parsed = parseApiKey(presented);
@@ -39,8 +46,10 @@ export async function authenticateApiKey(request: WithHeaders, storage: Storage,
   if (key.revokedAt !== null) throw new ServiceError("invalid_api_key");
   if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime()) throw new ServiceError("invalid_api_key");
   if (!prefixMatchesMode(parsed.prefix, channel.mode)) throw new ServiceError("invalid_api_key");
+  // A server key must never sit in a page: the widget routes refuse one even when valid.
+  if (options.publicKeyOnly && parsed.prefix !== "svc_pub_") throw new ServiceError("public_key_required");
 
-  if (channel.type !== channelType) throw new ServiceError("wrong_channel_type");
+  if (channel.type !== "api") throw new ServiceError("wrong_channel_type");
   if (channel.state === "archived") throw new ServiceError("channel_archived");
   if (channel.state === "inactive") throw new ServiceError("channel_inactive");
   if (key.environment !== channel.environment) throw new ServiceError("environment_mismatch");

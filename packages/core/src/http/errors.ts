@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   wrong_channel_type: { status: 403, message: "This key belongs to a channel that is not of the API type." },
   conversation_forbidden: { status: 403, message: "This conversation belongs to another channel." },
   forbidden: { status: 403, message: "The admin token does not grant access to this tenant." },
+  public_key_required: { status: 403, message: "The widget routes take a publishable key (svc_pub_), never a server key." },
   conversation_not_found: { status: 404, message: "No conversation exists with this id." },
   channel_not_found: { status: 404, message: "No channel exists with this id." },
   not_found: { status: 404, message: "No route matches this path." },

@@ -207,6 +207,7 @@ beforeAll(async () => {
     clientId: null,
     languages: [],
     livechatMessages: {},
+    widget: {},
     createdAt: NOW,
     updatedAt: NOW,
   };

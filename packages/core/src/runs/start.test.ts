@@ -50,6 +50,7 @@ async function setup() {
     clientId: null,
     languages: [],
     livechatMessages: {},
+    widget: {},
     createdAt: NOW,
     updatedAt: NOW,
   };

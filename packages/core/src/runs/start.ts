@@ -24,6 +24,8 @@ export interface StartRunInput {
   trigger?: FlowTrigger;
   /** The language of a new conversation (webhook channels). */
   language?: string | null;
+  /** The id a new conversation takes (a random UUID when absent); creating it fails if the id exists. */
+  newConversationId?: string;
   metadata: Record<string, unknown>;
   /** The request the run answers: its client going away aborts the run. */
   request: Pick<IncomingRequest, "signal" | "onClientGone">;
@@ -62,7 +64,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
   const abort = runs.admit();
   const runId = crypto.randomUUID();
   const conversation: RunConversation = {
-    id: input.conversation?.id ?? crypto.randomUUID(),
+    id: input.conversation?.id ?? input.newConversationId ?? crypto.randomUUID(),
     tenantId: channel.tenantId,
     channelId: channel.id,
     isNew: input.conversation === null,

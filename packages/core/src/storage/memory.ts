@@ -37,7 +37,8 @@ interface TenantRow {
   createdAt: string;
 }
 
-interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages"> {
+interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages" | "widget"> {
+  widget: string;
   allowedOrigins: string;
   languages: string;
   livechatMessages: string;
@@ -524,6 +525,7 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     clientId: channel.clientId,
     languages: JSON.stringify(channel.languages),
     livechatMessages: JSON.stringify(channel.livechatMessages),
+    widget: JSON.stringify(channel.widget),
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
   };
@@ -535,6 +537,7 @@ function rowToChannel(row: ChannelRow): ChannelRecord {
     allowedOrigins: fromJson(row.allowedOrigins, []),
     languages: fromJson(row.languages, []),
     livechatMessages: fromJson(row.livechatMessages, {}),
+    widget: fromJson(row.widget, {}),
   };
 }
 
@@ -551,6 +554,7 @@ function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
   if (patch.signingSecretEncrypted !== undefined) row.signingSecretEncrypted = patch.signingSecretEncrypted;
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechatMessages = JSON.stringify(patch.livechatMessages);
+  if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }
 

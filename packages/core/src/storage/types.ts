@@ -55,6 +55,8 @@ export interface ChannelRecord {
   languages: string[];
   /** Tenant-configured live-chat status messages, by conversation mode. */
   livechatMessages: Partial<Record<ConversationMode, string>>;
+  /** What the channel's chat widget overrides of the defaults (strings per language, theme, features), as validated by the admin. */
+  widget: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
 }
@@ -253,6 +255,7 @@ export type ChannelPatch = Partial<
     | "signingSecretEncrypted"
     | "languages"
     | "livechatMessages"
+    | "widget"
   >
 >;
 

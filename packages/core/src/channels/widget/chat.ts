@@ -1,0 +1,41 @@
+import { authenticateApiKey } from "../../auth/authenticate.js";
+import { checkChannelSignature } from "../../auth/channel-signature.js";
+import type { ServiceContext } from "../../context.js";
+import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
+import type { IncomingRequest, Reply } from "../../http/reply.js";
+import { type StartedRun, startRun } from "../../runs/start.js";
+import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
+import type { ChannelRecord } from "../../storage/types.js";
+import { channelFlow } from "../flow.js";
+import { type ChatTurn, chatTurn } from "./chat-turn.js";
+
+/**
+ * `POST /public/widget/chat`: runs the channel's flow on the user's message and always
+ * streams the reply, with exactly execute's stream protocol (so `useChat` reads it). The
+ * checks are execute's, in its order, with publishable keys only.
+ */
+export async function chat(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
+  const { channel } = await authenticateApiKey(request, ctx.storage, new Date(), { publicKeyOnly: true });
+  requireJsonContentType(request);
+  const raw = await readRawBody(request, ctx.maxBodyBytes);
+  if (channel.requireSignature) await checkChannelSignature(request, channel, raw, ctx);
+  const turn = await chatTurn(parseJson(raw), channel, ctx);
+  const run = await start(request, channel, turn, ctx);
+  const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
+  return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
+}
+
+async function start(request: IncomingRequest, channel: ChannelRecord, turn: ChatTurn, ctx: ServiceContext): Promise<StartedRun> {
+  const flow = channelFlow(ctx, channel);
+  const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request, live: true };
+  try {
+    return await startRun(ctx, { ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
+  } catch (error) {
+    // Two first requests of one chat id race to create its conversation: the one that lost
+    // resumes the conversation the other created.
+    if (turn.newConversationId === undefined) throw error;
+    const created = await ctx.storage.findConversation(turn.newConversationId);
+    if (!created || created.channelId !== channel.id) throw error;
+    return startRun(ctx, { ...input, conversation: created });
+  }
+}

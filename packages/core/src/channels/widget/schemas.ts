@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { userText } from "../user-text.js";
+
+/** Query of `GET /public/widget/config`. */
+export const widgetConfigQuerySchema = z.object({
+  locale: z
+    .string()
+    .regex(/^[a-z]{2}_[A-Z]{2}$/, "locale must be a code of the form xx_XX, e.g. en_US")
+    .optional(),
+});
+
+const metadata = z.record(z.string(), z.unknown(), { error: "metadata must be an object" }).optional();
+
+/** A part of a UI message, as the AI SDK sends it: only text parts matter here. */
+const uiPart = z.looseObject({ type: z.string(), text: z.unknown().optional() });
+
+/**
+ * The AI SDK chat request `useChat`'s `DefaultChatTransport` sends: the chat's `id`, its
+ * `messages` (UI messages with `parts`) and the `trigger`. Unknown fields are ignored.
+ */
+export const aiChatRequestSchema = z.object({
+  id: z.string({ error: "id is the chat id, a string" }).min(1, "id must not be empty").max(200, "id must be at most 200 characters"),
+  messages: z
+    .array(z.looseObject({ role: z.string(), parts: z.array(uiPart, { error: "each message has parts" }) }), { error: "messages must be a list of UI messages" })
+    .min(1, "messages must hold at least the user's message"),
+  trigger: z.string().optional(),
+  messageId: z.string().optional(),
+  metadata,
+});
+
+/** The user's text of an AI SDK chat request: the text parts of its last user message. */
+export const aiChatPayloadSchema = userText("the last user message's text");
+
+/** The execute-like body: `{ payload, conversation_id?, metadata? }`. Unknown fields are ignored. */
+export const widgetChatRequestSchema = z.object({
+  payload: userText("payload"),
+  conversation_id: z.uuid({ error: "conversation_id must be a UUID" }).optional(),
+  metadata,
+});
