@@ -141,6 +141,7 @@ describe("channelkit channel create", () => {
       config: { require_signature: false },
       allowed_origins: [],
       default_stream: false,
+      widget: {},
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

@@ -21,6 +21,10 @@ describe("service.routes", () => {
         { method: "POST", path: "/chat/channels/webhook/:client_id/startConversation" },
         { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/newMessage" },
         { method: "POST", path: "/chat/channels/webhook/:client_id/newMessage" },
+        { method: "OPTIONS", path: "/chat/public/widget/config" },
+        { method: "GET", path: "/chat/public/widget/config" },
+        { method: "OPTIONS", path: "/chat/public/widget/chat" },
+        { method: "POST", path: "/chat/public/widget/chat" },
         { method: "GET", path: "/chat/ping" },
       ]);
       expect(Object.isFrozen(service.routes)).toBe(true);

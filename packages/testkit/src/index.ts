@@ -15,6 +15,7 @@ import { signatureTests } from "./signature.js";
 import { streamTests } from "./stream.js";
 import { turnTests } from "./turns.js";
 import { webhookTests } from "./webhook.js";
+import { widgetTests } from "./widget.js";
 import type { ContractTarget } from "./types.js";
 
 export type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
@@ -56,6 +57,7 @@ export function defineContractSuite(target: ContractTarget): void {
     turnTests(h);
     adminTests(h);
     webhookTests(h);
+    widgetTests(h);
 
     describe("with a small body limit", () => {
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });

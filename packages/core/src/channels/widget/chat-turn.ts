@@ -49,7 +49,11 @@ function isAiChatRequest(body: unknown): body is Record<string, unknown> {
  * derived from the chat id (a UUIDv5 in the channel's namespace), new the first time. Ids of
  * other channels' conversations are never resumed: they derive a conversation of this one.
  */
-export async function chatConversation(chatId: string, channel: ChannelRecord, ctx: ServiceContext): Promise<Pick<ChatTurn, "conversation" | "newConversationId">> {
+export async function chatConversation(
+  chatId: string,
+  channel: ChannelRecord,
+  ctx: ServiceContext,
+): Promise<Pick<ChatTurn, "conversation" | "newConversationId">> {
   if (UUID.test(chatId)) {
     const own = await ctx.storage.findConversation(chatId.toLowerCase());
     if (own && own.channelId === channel.id && own.tenantId === channel.tenantId) return { conversation: own };

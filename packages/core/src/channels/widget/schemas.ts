@@ -21,7 +21,9 @@ const uiPart = z.looseObject({ type: z.string(), text: z.unknown().optional() })
 export const aiChatRequestSchema = z.object({
   id: z.string({ error: "id is the chat id, a string" }).min(1, "id must not be empty").max(200, "id must be at most 200 characters"),
   messages: z
-    .array(z.looseObject({ role: z.string(), parts: z.array(uiPart, { error: "each message has parts" }) }), { error: "messages must be a list of UI messages" })
+    .array(z.looseObject({ role: z.string(), parts: z.array(uiPart, { error: "each message has parts" }) }), {
+      error: "messages must be a list of UI messages",
+    })
     .min(1, "messages must hold at least the user's message"),
   trigger: z.string().optional(),
   messageId: z.string().optional(),
