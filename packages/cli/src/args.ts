@@ -43,6 +43,16 @@ export function required(name: string, value: string | undefined): string {
   return value;
 }
 
+/** A JSON option (the schema it must match is checked by the operation). */
+export function jsonValue(name: string, value: string | undefined): unknown {
+  if (value === undefined) return undefined;
+  try {
+    return JSON.parse(value);
+  } catch {
+    throw new UsageError(`--${name} takes JSON, e.g. '{"theme":{"position":"bottom-left"}}', not ${JSON.stringify(value)}`);
+  }
+}
+
 /** An integer option from `min` to `max`. */
 export function integerValue(name: string, value: string, min: number, max: number): number {
   const number = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;

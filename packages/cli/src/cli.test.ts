@@ -391,6 +391,25 @@ describe("channelkit admin-token", () => {
   });
 });
 
+describe("channelkit channel update --widget", () => {
+  const db = tempDb();
+
+  it("sets the widget settings from JSON; bad JSON is a usage error, a bad setting a validation error", async () => {
+    const tenantId = await tenant(db);
+    const { channel: created } = await channel(db, tenantId, "--mode", "public");
+    const widget = { theme: { position: "bottom-left" }, strings: { en_US: { title: "Help" } } };
+    const set = await cli(["channel", "update", created.id, "--widget", JSON.stringify(widget), "--db", db]);
+    expect(set.code).toBe(0);
+    expect(set.json().channel.widget).toEqual(widget);
+    const badJson = await cli(["channel", "update", created.id, "--widget", "{position:left}", "--db", db]);
+    expect(badJson.code).toBe(2);
+    expect(badJson.err.join("\n")).toContain("--widget takes JSON");
+    const badSetting = await cli(["channel", "update", created.id, "--widget", '{"theme":{"position":"top"}}', "--db", db]);
+    expect(badSetting.code).toBe(1);
+    expect(badSetting.error().error.code).toBe("validation_error");
+  });
+});
+
 describe("channelkit audit", () => {
   const db = tempDb();
 
@@ -560,6 +579,37 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
 
     started.child.kill("SIGTERM");
     expect(await exited).toBe(0);
+  });
+
+  it("serves a page with the widget at / and the widget's script; a restart on another port finds the widget channel again", async () => {
+    const db = tempDb();
+    const env = { CHANNELKIT_SECRET_KEY: MASTER_KEY };
+    const first = await startServe(["--demo", "--db", db, "--port", "0"], env);
+    const line = first.lines.find((l) => l.startsWith("Widget: open")) ?? "";
+    expect(line, first.lines.join("\n")).toContain(`${first.url}/`);
+    const key = /publishable key (svc_pub_\w+)/.exec(line)?.[1] as string;
+    expect(first.lines).toContain(`  <script src="${first.url}/public/widget/widget.js" data-key="${key}" defer></script>`);
+    const page = await fetch(`${first.url}/`);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(await page.text()).toContain(`<script src="/public/widget/widget.js" data-key="${key}" defer></script>`);
+    const script = await fetch(`${first.url}/public/widget/widget.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toMatch(/javascript/);
+    const config = await fetch(`${first.url}/public/widget/config`, { headers: { authorization: `Bearer ${key}`, origin: first.url } });
+    expect(config.status).toBe(200);
+    first.child.kill("SIGTERM");
+    await first.exited;
+
+    const second = await startServe(["--demo", "--db", db, "--port", "0"], env);
+    expect(
+      second.lines.find((l) => l.startsWith("Widget: open")),
+      second.lines.join("\n"),
+    ).toContain(key);
+    expect(await (await fetch(`${second.url}/`)).text()).toContain(key);
+    const again = await fetch(`${second.url}/public/widget/config`, {
+      headers: { authorization: `Bearer ${key}`, origin: second.url.replace("127.0.0.1", "localhost") },
+    });
+    expect(again.status).toBe(200);
   });
 
   it("with CHANNELKIT_ADMIN_JWT_SECRET, serves the admin routes: the printed rotate-key line and a token from admin-token work", async () => {

@@ -1,9 +1,11 @@
-import { type AdminAuthOptions, adminApi, type ChannelAdmin, type ChannelService, createChannelService } from "@channelkit/core";
+import { type AdminAuthOptions, adminApi, type ChannelAdmin, type ChannelPlugin, type ChannelService, createChannelService } from "@channelkit/core";
+import { widgetAsset } from "@channelkit/widget/plugin";
 import { demoFlows } from "@channelkit/core/demo";
 import { serve } from "@channelkit/node";
-import { booleanValue, integerValue, oneOf, parse, required } from "./args.js";
+import { booleanValue, integerValue, jsonValue, oneOf, parse, required } from "./args.js";
 import { signAdminToken } from "./admin-token.js";
-import { provisionDemo } from "./demo.js";
+import { type DemoWidget, provisionDemo } from "./demo.js";
+import { demoPage } from "./demo-page.js";
 import { openStorage, resolveDb } from "./storage.js";
 import { errorLine, UsageError } from "./usage.js";
 
@@ -37,12 +39,16 @@ function adminOptions(env: NodeJS.ProcessEnv, development: boolean): AdminAuthOp
 }
 
 /** The service every command works through, on the database of `--db`; `serve` mounts the admin routes. */
-async function openService(db: string | undefined, io: Io, serving?: { turnLeaseMs?: number; adminDevMode: boolean }): Promise<ChannelService> {
+async function openService(
+  db: string | undefined,
+  io: Io,
+  serving?: { turnLeaseMs?: number; adminDevMode: boolean; plugins: ChannelPlugin[] },
+): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
   return createChannelService({
     storage,
     turnLeaseMs: serving?.turnLeaseMs,
-    plugins: serving ? [adminApi(adminOptions(io.env, serving.adminDevMode))] : [],
+    plugins: serving ? [adminApi(adminOptions(io.env, serving.adminDevMode)), ...serving.plugins] : [],
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
@@ -124,6 +130,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       flow: { type: "string" },
       name: { type: "string" },
       languages: { type: "string" },
+      widget: { type: "string" },
     },
     1,
   );
@@ -136,6 +143,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     flow: values.flow,
     name: values.name,
     languages: list(values.languages),
+    widget: jsonValue("widget", values.widget),
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   if (Object.keys(defined).length === 0) throw new UsageError("channel update needs at least one option to change");
@@ -199,9 +207,13 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   if (turnLeaseMs !== undefined && !(turnLeaseMs >= 100)) {
     throw new UsageError(`--turn-lease-ms takes a number of milliseconds, 100 or more, not "${rawLease}"`);
   }
-  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true });
+  // The widget's script is served with the routes, so an embed needs nothing else; the demo
+  // page at `/` learns its key once the demo is provisioned, after the server listens.
+  let demoWidget: DemoWidget | null = null;
+  const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
+  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, plugins });
   const server = await serve(service, { port, host });
-  if (values.demo) await provisionDemo(service, server.url, io);
+  if (values.demo) demoWidget = await provisionDemo(service, server.url, resolveDb(values.db, io.env), io);
   io.out(`listening on ${server.url}`);
 
   const stop = async () => {

@@ -1,19 +1,46 @@
-import type { ChannelService } from "@channelkit/core";
+import { readFile, writeFile } from "node:fs/promises";
+import type { ChannelAdmin, ChannelService } from "@channelkit/core";
 import { signAdminToken } from "./admin-token.js";
 import type { Io } from "./commands.js";
 
+/** The demo's publishable channel, once known: the page at `/` embeds the widget with its key. */
+export interface DemoWidget {
+  channelId: string;
+  key: string;
+}
+
 /**
- * On a first start with an empty database, creates a demo tenant and an `echo` channel and
- * prints its key, once, with a curl line that works as pasted.
+ * Where the demo remembers its widget channel across restarts: beside a SQLite file (a
+ * publishable key is meant to be public; the page needs it on every start). None for
+ * Postgres, where the page is offered on the first start only.
  */
-export async function provisionDemo(service: ChannelService, url: string, io: Io): Promise<void> {
-  if ((await service.admin.countTenants()) > 0) {
+function sidecarOf(db: string): string | null {
+  return /^postgres(ql)?:\/\//.test(db) ? null : `${db}.demo-widget.json`;
+}
+
+/** The origins a browser on the demo's own page sends. */
+function demoOrigins(url: string): string[] {
+  const { port, protocol } = new URL(url);
+  return [`${protocol}//127.0.0.1:${port}`, `${protocol}//localhost:${port}`];
+}
+
+/**
+ * On a first start with an empty database, creates a demo tenant with an `echo` channel (its
+ * key printed once, with a curl line that works as pasted) and a publishable channel for the
+ * widget on the page at `/`. On later starts, finds the widget channel again (and allows the
+ * current port's origins). Answers the widget channel, or null when there is none.
+ */
+export async function provisionDemo(service: ChannelService, url: string, db: string, io: Io): Promise<DemoWidget | null> {
+  const admin = service.admin.as("demo");
+  if ((await admin.countTenants()) > 0) {
     io.out("Demo: the database already has tenants; no new key was created. Make a new one with:");
     io.out("  npx channelkit channel rotate-key <channel id> --db <this database>");
-    return;
+    const widget = await knownWidget(admin, url, db);
+    if (widget) printWidget(url, widget, io);
+    return widget;
   }
-  const { tenant } = await service.admin.createTenant({ name: "Demo" });
-  const created = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo", name: "Demo echo", environment: "prod" });
+  const { tenant } = await admin.createTenant({ name: "Demo" });
+  const created = await admin.createChannel({ tenantId: tenant.id, flow: "echo", name: "Demo echo", environment: "prod" });
   const body = JSON.stringify({ payload: "Hello, channelkit!" });
   io.out("Demo tenant and echo channel created.");
   io.out(`  channel: ${created.channel.id}`);
@@ -25,6 +52,35 @@ export async function provisionDemo(service: ChannelService, url: string, io: Io
     `  curl -N ${url}/public/v1/api/execute -H 'Authorization: Bearer ${created.api_key}' -H 'Content-Type: application/json' -d '${JSON.stringify({ payload: "Hello, channelkit!", stream: true })}'`,
   );
   await printAdmin(url, tenant.id, created.channel.id, io);
+
+  const published = await admin.createChannel({ tenantId: tenant.id, flow: "echo", name: "Demo widget", mode: "public", allowedOrigins: demoOrigins(url) });
+  const widget = { channelId: published.channel.id, key: published.api_key };
+  const sidecar = sidecarOf(db);
+  if (sidecar) await writeFile(sidecar, `${JSON.stringify(widget)}\n`);
+  printWidget(url, widget, io);
+  return widget;
+}
+
+/** The widget channel a previous start created, with the current origins allowed. */
+async function knownWidget(admin: ChannelAdmin, url: string, db: string): Promise<DemoWidget | null> {
+  const sidecar = sidecarOf(db);
+  if (!sidecar) return null;
+  let widget: DemoWidget;
+  try {
+    widget = JSON.parse(await readFile(sidecar, "utf8")) as DemoWidget;
+    const { channel } = await admin.getChannel(widget.channelId);
+    const missing = demoOrigins(url).filter((origin) => !channel.allowed_origins.includes(origin));
+    if (missing.length > 0) await admin.updateChannel(widget.channelId, { allowedOrigins: [...channel.allowed_origins, ...missing] });
+  } catch {
+    return null;
+  }
+  return widget;
+}
+
+function printWidget(url: string, widget: DemoWidget, io: Io): void {
+  io.out(`Widget: open ${url}/ for a page with the chat widget (publishable key ${widget.key}). Embed it on a page of your own with:`);
+  io.out(`  <script src="${url}/public/widget/widget.js" data-key="${widget.key}" defer></script>`);
+  io.out(`  (from an origin the channel allows: npx channelkit channel update ${widget.channelId} --allowed-origin <origin> ...)`);
 }
 
 /** How to call the admin routes on the demo channel: a ready line when admin tokens can be signed, else how to enable them. */

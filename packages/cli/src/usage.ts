@@ -23,6 +23,7 @@ Commands:
   channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
+                 [--languages en_US,fr_FR] [--widget JSON]
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

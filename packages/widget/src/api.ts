@@ -1,0 +1,85 @@
+import { WidgetRequestError } from "./errors.js";
+
+/** Where the widget talks to, and with which publishable key. */
+export interface Connection {
+  /** The service's base URL, without a trailing slash. */
+  endpoint: string;
+  /** A publishable key, `svc_pub_…`. */
+  key: string;
+}
+
+/** A message restored from the history route. */
+export interface HistoryMessage {
+  role: "user" | "assistant";
+  content: string;
+}
+
+/** The failure a non-2xx answer stands for, from its `{ error: { code } }` envelope. */
+export async function failureOf(response: Response): Promise<WidgetRequestError> {
+  let code = "http_error";
+  try {
+    const body = (await response.json()) as { error?: { code?: unknown } } | null;
+    if (typeof body?.error?.code === "string") code = body.error.code;
+  } catch {
+    // Not JSON (a proxy's error page): the status alone decides.
+  }
+  return new WidgetRequestError(response.status, code);
+}
+
+async function call(connection: Connection, path: string, init: RequestInit, signal: AbortSignal): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${connection.key}`);
+  try {
+    // Keys travel in the header only: no cookies, so the service never needs credentialed CORS.
+    return await fetch(connection.endpoint + path, { ...init, headers, signal, credentials: "omit" });
+  } catch (error) {
+    if (signal.aborted) throw error;
+    // fetch gives no reason (offline, DNS, CORS refusal are alike to a page).
+    throw new WidgetRequestError(0, "network");
+  }
+}
+
+/** `GET /public/widget/config`: the raw configuration (see `resolveConfig`). */
+export async function loadConfig(connection: Connection, locale: string | null, signal: AbortSignal): Promise<unknown> {
+  const query = locale ? `?locale=${encodeURIComponent(locale)}` : "";
+  const response = await call(connection, `/public/widget/config${query}`, {}, signal);
+  if (!response.ok) throw await failureOf(response);
+  return response.json();
+}
+
+/** `POST /public/widget/chat`: the reply's SSE stream once the service has accepted the message. */
+export async function startChat(
+  connection: Connection,
+  body: { payload: string; conversation_id?: string },
+  signal: AbortSignal,
+): Promise<ReadableStream<Uint8Array>> {
+  const init = { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  const response = await call(connection, "/public/widget/chat", init, signal);
+  if (!response.ok) throw await failureOf(response);
+  if (!response.body) throw new WidgetRequestError(0, "network");
+  return response.body;
+}
+
+/**
+ * The user and assistant messages of a conversation, oldest first; `null` when the service
+ * no longer knows it (the history route's 404, in its own `{ detail }` format).
+ */
+export async function loadHistory(connection: Connection, conversationId: string, signal: AbortSignal): Promise<HistoryMessage[] | null> {
+  const path = `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/messages?limit=50`;
+  const response = await call(connection, path, {}, signal);
+  if (response.status === 404) return null;
+  if (!response.ok) throw await failureOf(response);
+  const body = (await response.json()) as { messages?: unknown };
+  return historyMessages(body.messages);
+}
+
+/** The entries of a history answer the widget shows: user and assistant texts. */
+export function historyMessages(messages: unknown): HistoryMessage[] {
+  if (!Array.isArray(messages)) return [];
+  return messages.flatMap((entry: { role?: unknown; content?: unknown } | null) => {
+    const role = entry?.role;
+    const content = entry?.content;
+    if ((role !== "user" && role !== "assistant") || typeof content !== "string" || content === "") return [];
+    return [{ role, content }];
+  });
+}
