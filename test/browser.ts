@@ -38,6 +38,7 @@ export function launchChromium(): Promise<Browser> {
 export interface StaticFile {
   type: string;
   body: string | Buffer;
+  headers?: Record<string, string>;
 }
 
 /** Serves `files` by path on 127.0.0.1 with a free port: a site of its own origin. */
@@ -49,7 +50,7 @@ export async function staticSite(files: (path: string) => StaticFile | undefined
       response.writeHead(404).end("not found");
       return;
     }
-    response.writeHead(200, { "content-type": file.type, "cache-control": "no-store" }).end(file.body);
+    response.writeHead(200, { "content-type": file.type, "cache-control": "no-store", ...file.headers }).end(file.body);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

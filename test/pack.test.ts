@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  */
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "cli", "testkit"];
+const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "cli", "testkit"];
 /**
  * Installed into the app: all but the contract suite, a development tool whose own
  * dependencies (pg, vitest) would hide that the app works without pg.

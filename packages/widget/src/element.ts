@@ -80,9 +80,18 @@ export class ChannelkitChat extends Base {
     const shadow = this.shadowRoot ?? this.attachShadow({ mode: "open" });
     const view = createView();
     this.#view = view;
-    const style = document.createElement("style");
-    style.textContent = STYLES;
-    shadow.replaceChildren(style, view.root);
+    // A constructed style sheet is not an inline style: a page whose CSP forbids inline
+    // styles still shows the widget. Where it is missing, a <style> element does.
+    if ("adoptedStyleSheets" in shadow && typeof CSSStyleSheet !== "undefined" && "replaceSync" in CSSStyleSheet.prototype) {
+      const sheet = new CSSStyleSheet();
+      sheet.replaceSync(STYLES);
+      shadow.adoptedStyleSheets = [sheet];
+      shadow.replaceChildren(view.root);
+    } else {
+      const style = document.createElement("style");
+      style.textContent = STYLES;
+      shadow.replaceChildren(style, view.root);
+    }
     applyStrings(view, FALLBACK_STRINGS);
     view.input.disabled = true;
     view.send.disabled = true;
