@@ -6,13 +6,16 @@
  * Screenshots of each state go to test/output/ (docs/widget.md shows them).
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { readFile, rm } from "node:fs/promises";
+import { extname } from "node:path";
+import { promisify } from "node:util";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "../packages/cli/src/test-process.js";
-import { browserMissing, launchChromium, screenshot, staticSite } from "./browser.js";
+import { browserMissing, launchChromium, ROOT, screenshot, staticSite } from "./browser.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
 const missing = browserMissing();
@@ -145,6 +148,42 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
       expect(violations).toEqual([]);
       await page.close();
     } finally {
+      await site.close();
+    }
+  });
+
+  it("the React example: the AI SDK's own useChat streams a reply from /public/widget/chat", async () => {
+    // The example as a site owner builds it (Vite), served from its own origin.
+    await promisify(execFile)("npm", ["run", "build", "-w", "channelkit-example-widget-react"], { cwd: ROOT });
+    const dist = join(ROOT, "examples", "widget-react", "dist");
+    const types: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css" };
+    const files = new Map<string, { type: string; body: Buffer }>();
+    for (const name of (await promisify(execFile)("find", [dist, "-type", "f"])).stdout.trim().split("\n")) {
+      files.set(name.slice(dist.length), { type: types[extname(name)] ?? "application/octet-stream", body: await readFile(name) });
+    }
+    const site = await staticSite((path) => files.get(path === "/" ? "/index.html" : path));
+    try {
+      const { channel } = await runCliJson<{ channel: { allowed_origins: string[] } }>(["channel", "update", channelId, "--flow", "slow", "--db", db], ENV);
+      await runCliJson(
+        ["channel", "update", channelId, "--db", db, ...[...channel.allowed_origins, site.origin].flatMap((origin) => ["--allowed-origin", origin])],
+        ENV,
+      );
+      const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+      await page.goto(`${site.url}?endpoint=${encodeURIComponent(server.url)}&key=${key}`);
+      await page.getByTestId("input").fill("Hello, useChat");
+      await page.getByTestId("send").click();
+      const reply = page.locator('[data-testid="message"][data-role="assistant"]');
+      await expect.poll(() => reply.textContent(), { timeout: 5000 }).toMatch(/^word1 word2/);
+      expect(await page.getByTestId("status").textContent()).toBe("streaming");
+      expect((await reply.textContent()) ?? "").not.toContain("word50");
+      await screenshot(page, "usechat-streaming");
+      await expect.poll(() => page.getByTestId("status").textContent(), { timeout: 15_000 }).toBe("ready");
+      expect(await reply.textContent()).toMatch(/word49 word50$/);
+      expect(await page.getByTestId("conversation").textContent()).toMatch(/^[0-9a-f-]{36}$/);
+      expect(await page.locator('[data-testid="message"][data-role="user"]').textContent()).toBe("Hello, useChat");
+      await page.close();
+    } finally {
+      await runCliJson(["channel", "update", channelId, "--flow", "echo", "--db", db], ENV);
       await site.close();
     }
   });
