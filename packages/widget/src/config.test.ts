@@ -7,6 +7,20 @@ import type { WidgetStrings } from "./types.js";
 // Compile-time: what the service answers is what the widget reads (root `npm run typecheck`).
 const _serverStringsFit = (strings: ServerStrings): WidgetStrings => strings;
 
+describe("the fallback strings", () => {
+  it("are the service's English defaults, word for word: an error before the config loads reads as the config would", async () => {
+    const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, secretKey: "ab".repeat(32) });
+    const { tenant } = await service.admin.createTenant({ name: "T" });
+    const { api_key } = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo", mode: "public" });
+    const response = await service.handler(new Request("http://service.test/public/widget/config", { headers: { authorization: `Bearer ${api_key}` } }));
+    // Live-chat texts aside: the widget shows none before a configuration says which.
+    const { livechat: _served, ...served } = ((await response.json()) as { strings: Record<string, unknown> }).strings;
+    const { livechat: _fallback, ...fallback } = FALLBACK_STRINGS;
+    expect(served).toEqual(fallback);
+    await service.close();
+  });
+});
+
 describe("resolveConfig", () => {
   it("reads every field of a configuration the service answers, unchanged", async () => {
     const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, secretKey: "ab".repeat(32) });
