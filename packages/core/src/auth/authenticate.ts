@@ -32,7 +32,8 @@ export async function authenticateApiKey(
   request: WithHeaders,
   storage: Storage,
   now: Date,
-  options: { publicKeyOnly?: boolean } = {},
+  // No default object: one would be allocated on every execute.
+  options?: { publicKeyOnly?: boolean },
 ): Promise<KeyWithChannel> {
   const presented = bearerToken(request);
   if (presented === null) throw new ServiceError("missing_api_key");
@@ -47,7 +48,7 @@ export async function authenticateApiKey(
   if (key.expiresAt !== null && Date.parse(key.expiresAt) <= now.getTime()) throw new ServiceError("invalid_api_key");
   if (!prefixMatchesMode(parsed.prefix, channel.mode)) throw new ServiceError("invalid_api_key");
   // A server key must never sit in a page: the widget routes refuse one even when valid.
-  if (options.publicKeyOnly && parsed.prefix !== "svc_pub_") throw new ServiceError("public_key_required");
+  if (options?.publicKeyOnly && parsed.prefix !== "svc_pub_") throw new ServiceError("public_key_required");
 
   if (channel.type !== "api") throw new ServiceError("wrong_channel_type");
   if (channel.state === "archived") throw new ServiceError("channel_archived");
