@@ -121,7 +121,7 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
   let tenantId: string;
   let servers: ServeProcess[] = [];
   /** One channel per test, made by the CLI before the tests run. */
-  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow" | "admin" | "webhook", CreatedChannel>;
+  let channels: Record<"turns" | "state" | "origins" | "rotate" | "slow" | "admin" | "webhook" | "widget", CreatedChannel>;
   /** Every key, signing secret and admin token shown in clear during the suite: none may be stored or logged. */
   const shown: string[] = [];
 
@@ -134,7 +134,7 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
     ({ db, drop } = await open());
     tenantId = (await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Multi")).tenant.id;
     // Processes side by side (SQLite writers queue on the busy timeout); saves a second or two.
-    const [[turns, state, origins, rotate, slow, admin, webhook], started] = await Promise.all([
+    const [[turns, state, origins, rotate, slow, admin, webhook, widget], started] = await Promise.all([
       Promise.all([
         createChannel(),
         createChannel(),
@@ -143,10 +143,11 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
         createSlowChannel(),
         createChannel("--require-signature"),
         createChannel("--type", "webhook", "--languages", "en_US,fr_FR"),
+        createChannel("--mode", "public", "--allowed-origin", "https://shop.example"),
       ]),
       Promise.all([0, 1].map(() => startServe(["--db", db, "--port", "0"], ENV))),
     ]);
-    channels = { turns, state, origins, rotate, slow, admin, webhook };
+    channels = { turns, state, origins, rotate, slow, admin, webhook, widget };
     for (const created of Object.values(channels)) shown.push(created.api_key, ...(created.signing_secret ? [created.signing_secret] : []));
     servers = started;
   }, 120_000);
@@ -291,6 +292,43 @@ function twoServers(open: () => Promise<{ db: string; drop(): Promise<void> }>) 
       const messages = await storage.listRecentMessages(conversationId, 100);
       expect(messages.map((m) => m.turnIndex)).toEqual(Array.from({ length: 41 }, (_, i) => i));
       expect(await storage.findConversation(conversationId)).toMatchObject({ language: "fr_FR", flowState: { turn: 20 } });
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it("widget: the first requests of one AI SDK chat id on both servers at once make one conversation; later ones go on in it", async () => {
+    const { api_key: key } = channels.widget;
+    const chatId = `chat-${randomUUID()}`;
+    const chat = async (server: ServeProcess, text: string) => {
+      const response = await fetch(`${server.url}/public/widget/chat`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", Origin: "https://shop.example" },
+        body: JSON.stringify({ id: chatId, messages: [{ id: randomUUID(), role: "user", parts: [{ type: "text", text }] }], trigger: "submit-message" }),
+      });
+      const body = await response.text();
+      expect(response.status, body).toBe(200);
+      const events = body
+        .split("\n\n")
+        .filter(Boolean)
+        .map((frame) => JSON.parse(frame.replace(/^data: /, "")) as StreamEvent);
+      expect(events.at(-1)?.type).toBe("finish");
+      return events[0]?.data?.conversation_id as string;
+    };
+    const [a, b] = servers as [ServeProcess, ServeProcess];
+    const firsts = await Promise.all([chat(a, "a1"), chat(b, "b1"), chat(a, "a2"), chat(b, "b2")]);
+    expect(new Set(firsts).size).toBe(1);
+    expect(await chat(b, "later")).toBe(firsts[0]);
+    const storage = openStorage(db);
+    try {
+      const messages = await storage.listRecentMessages(firsts[0] as string, 100);
+      expect(messages.map((m) => m.turnIndex)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+      expect(
+        messages
+          .filter((m) => m.role === "user")
+          .map((m) => m.content)
+          .sort(),
+      ).toEqual(["a1", "a2", "b1", "b2", "later"]);
     } finally {
       await storage.close();
     }
