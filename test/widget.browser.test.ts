@@ -28,6 +28,20 @@ function hostIs(page: Page, state: string, timeout?: number): Promise<void> {
 
 const replies = (page: Page) => page.locator('[data-role="assistant"]:not([data-greeting])');
 
+/** A site owner's page embedding the widget with the one tag, optionally served with extra headers. */
+function embeddingSite(serviceUrl: string, key: string, title: string, headers?: Record<string, string>) {
+  return staticSite((path) =>
+    path === "/"
+      ? {
+          type: "text/html; charset=utf-8",
+          ...(headers ? { headers } : {}),
+          body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body><main><h1>${title}</h1></main>
+<script src="${serviceUrl}/public/widget/widget.js" data-key="${key}" defer></script></body></html>`,
+        }
+      : undefined,
+  );
+}
+
 describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit serve --demo", () => {
   const db = join(tmpdir(), `channelkit-widget-${randomUUID()}.db`);
   let server: ServeProcess;
@@ -49,6 +63,18 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
     await killAll();
     await Promise.all(["", "-wal", "-shm", ".demo-widget.json"].map((suffix) => rm(`${db}${suffix}`, { force: true })));
   });
+
+  /** Binds the demo's widget channel to `flow`; answers its allowed origins. */
+  async function bindFlow(flow: string): Promise<string[]> {
+    const { channel } = await runCliJson<{ channel: { allowed_origins: string[] } }>(["channel", "update", channelId, "--flow", flow, "--db", db], ENV);
+    return channel.allowed_origins;
+  }
+
+  /** What a site owner does: allows the site's origin on the channel (the list is replaced, so the demo's own stay). */
+  async function allowSite(origin: string, flow = "echo"): Promise<void> {
+    const origins = [...(await bindFlow(flow)), origin];
+    await runCliJson(["channel", "update", channelId, "--db", db, ...origins.flatMap((entry) => ["--allowed-origin", entry])], ENV);
+  }
 
   it("the demo page at / chats at once: the greeting, a streamed reply, the conversation kept across a reload", async () => {
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
@@ -76,22 +102,9 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
   });
 
   it("a site of its own: once its origin is allowed, the one tag streams a reply token by token", async () => {
-    const site = await staticSite((path) =>
-      path === "/"
-        ? {
-            type: "text/html; charset=utf-8",
-            body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>My shop</title></head><body><main><h1>My shop</h1></main>
-<script src="${server.url}/public/widget/widget.js" data-key="${key}" defer></script></body></html>`,
-          }
-        : undefined,
-    );
+    const site = await embeddingSite(server.url, key, "My shop");
     try {
-      // The site owner allows the site's origin (the list is replaced: the demo's own are kept), and the slow flow shows streaming.
-      const { channel } = await runCliJson<{ channel: { allowed_origins: string[] } }>(["channel", "update", channelId, "--flow", "slow", "--db", db], ENV);
-      await runCliJson(
-        ["channel", "update", channelId, "--db", db, ...[...channel.allowed_origins, site.origin].flatMap((origin) => ["--allowed-origin", origin])],
-        ENV,
-      );
+      await allowSite(site.origin, "slow");
       const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
       await page.goto(site.url);
       await hostIs(page, "[ready]");
@@ -107,31 +120,17 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
       expect(await replies(page).textContent()).toMatch(/word49 word50$/);
       await page.close();
     } finally {
-      await runCliJson(["channel", "update", channelId, "--flow", "echo", "--db", db], ENV);
+      await bindFlow("echo");
       await site.close();
     }
   });
 
   it("works on a page whose Content-Security-Policy allows only the service's origin (no inline style or script)", async () => {
-    const site = await staticSite((path) =>
-      path === "/"
-        ? {
-            type: "text/html; charset=utf-8",
-            headers: { "content-security-policy": `default-src 'none'; script-src ${server.url}; connect-src ${server.url}` },
-            body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Strict</title></head><body><main><h1>Strict CSP</h1></main>
-<script src="${server.url}/public/widget/widget.js" data-key="${key}" defer></script></body></html>`,
-          }
-        : undefined,
-    );
+    const site = await embeddingSite(server.url, key, "Strict CSP", {
+      "content-security-policy": `default-src 'none'; script-src ${server.url}; connect-src ${server.url}`,
+    });
     try {
-      const { channel } = await runCliJson<{ channel: { allowed_origins: string[] } }>(
-        ["channel", "update", channelId, "--name", "Demo widget", "--db", db],
-        ENV,
-      );
-      await runCliJson(
-        ["channel", "update", channelId, "--db", db, ...[...channel.allowed_origins, site.origin].flatMap((origin) => ["--allowed-origin", origin])],
-        ENV,
-      );
+      await allowSite(site.origin);
       const page = await browser.newPage();
       const violations: string[] = [];
       page.on("console", (message) => {
@@ -163,11 +162,7 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
     }
     const site = await staticSite((path) => files.get(path === "/" ? "/index.html" : path));
     try {
-      const { channel } = await runCliJson<{ channel: { allowed_origins: string[] } }>(["channel", "update", channelId, "--flow", "slow", "--db", db], ENV);
-      await runCliJson(
-        ["channel", "update", channelId, "--db", db, ...[...channel.allowed_origins, site.origin].flatMap((origin) => ["--allowed-origin", origin])],
-        ENV,
-      );
+      await allowSite(site.origin, "slow");
       const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
       await page.goto(`${site.url}?endpoint=${encodeURIComponent(server.url)}&key=${key}`);
       await page.getByTestId("input").fill("Hello, useChat");
@@ -183,21 +178,13 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
       expect(await page.locator('[data-testid="message"][data-role="user"]').textContent()).toBe("Hello, useChat");
       await page.close();
     } finally {
-      await runCliJson(["channel", "update", channelId, "--flow", "echo", "--db", db], ENV);
+      await bindFlow("echo");
       await site.close();
     }
   });
 
   it("a site the channel does not allow: the origin error shows, and no request to the service succeeds but the script", async () => {
-    const site = await staticSite((path) =>
-      path === "/"
-        ? {
-            type: "text/html; charset=utf-8",
-            body: `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Elsewhere</title></head><body><main><h1>Not allowed</h1></main>
-<script src="${server.url}/public/widget/widget.js" data-key="${key}" defer></script></body></html>`,
-          }
-        : undefined,
-    );
+    const site = await embeddingSite(server.url, key, "Not allowed");
     try {
       const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
       const answered: { url: string; status: number }[] = [];
