@@ -2,6 +2,7 @@ import type { SecretBox } from "./auth/secret-box.js";
 import type { TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
 import type { FlowIdentity } from "./runs/json.js";
+import type { LiveChat } from "./livechat/live-chat.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { Storage } from "./storage/types.js";
 
@@ -29,4 +30,6 @@ export interface ServiceContext {
   production: boolean;
   /** The runs in flight: start one with `startRun`, never track one by hand. */
   runs: RunLifecycle;
+  /** Live chat: its mode machine, its provider and its feed between instances. */
+  livechat: LiveChat;
 }

@@ -15,6 +15,12 @@ export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";
 export { adminApi } from "./admin/plugin.js";
 export type { AdminAuthOptions } from "./auth/admin-token.js";
 export type { WidgetSettings, WidgetStrings } from "./channels/widget/settings.js";
+// Live chat: the built-in agent inbox, the provider interface for your own, the feed between instances.
+export { liveChatInbox } from "./livechat/inbox/plugin.js";
+export type { LiveChatProvider, LiveChatConversation, LiveChatHandover, LiveChatUserMessage } from "./livechat/provider.js";
+export type { LiveChat, LiveChatState, TenantSignal } from "./livechat/live-chat.js";
+export type { AgentMessageInput } from "./livechat/schemas.js";
+export type { MessageView } from "./conversations/message-view.js";
 export type { TokenEstimator } from "./conversations/tokens.js";
 export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
 // Clients of a channel: signing a request body, reading the SSE stream.

@@ -13,6 +13,9 @@ import { fromResponse, type IncomingRequest, type Reply, toResponse } from "./ht
 import { errorReply } from "./http/respond.js";
 import { pathnameOf, pathWithin } from "./http/pathname.js";
 import { Router } from "./http/router.js";
+import { inProcessFeed } from "./livechat/feed.js";
+import { LiveChat } from "./livechat/live-chat.js";
+import type { LiveChatProvider } from "./livechat/provider.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import type { ChannelPlugin } from "./plugins.js";
 import type { Storage } from "./storage/types.js";
@@ -30,6 +33,12 @@ export interface ChannelServiceOptions {
   secretKey?: string;
   /** When true, a missing `secretKey` is an error. Defaults to `NODE_ENV === "production"`. */
   production?: boolean;
+  /**
+   * Where handed-over conversations go: `liveChatInbox()` (agents answer through HTTP
+   * routes), `liveChatWebhookBridge()` (a help desk), or your own `LiveChatProvider`.
+   * Without one a handover is `livechat_unavailable` and the bot keeps the conversation.
+   */
+  livechat?: LiveChatProvider;
   /** Extra channels and features; the API, webhook and widget channels are always on. */
   plugins?: ChannelPlugin[];
   /** Path prefix the routes are mounted under, e.g. `/chat` (default: none). */
@@ -120,13 +129,21 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
     runs: new RunLifecycle({ logger, leaseMs: options.turnLeaseMs ?? 30_000 }),
+    livechat: new LiveChat({
+      storage: options.storage,
+      feed: options.storage.feed ?? inProcessFeed(),
+      provider: options.livechat ?? null,
+      logger,
+      estimateTokens: options.estimateTokens ?? defaultEstimate,
+    }),
     production,
   };
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
-  for (const plugin of [apiChannel(), webhookChannel(), widgetChannel(), ...(options.plugins ?? [])]) {
+  const builtIn = [apiChannel(), webhookChannel(), widgetChannel(), ...(options.livechat ? [options.livechat] : [])];
+  for (const plugin of [...builtIn, ...(options.plugins ?? [])]) {
     if ("init" in plugin && plugin.init) await plugin.init(ctx);
     for (const route of plugin.routes ?? []) {
       router.add(route);
@@ -156,6 +173,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     admin: createChannelAdmin(ctx),
     async close() {
       await ctx.runs.close();
+      await ctx.livechat.drain();
+      // The storage closes its own feed; the in-process one holds only listeners.
+      if (!options.storage.feed) await ctx.livechat.feed.close();
       await options.storage.close();
     },
   };

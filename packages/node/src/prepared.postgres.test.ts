@@ -40,6 +40,7 @@ describeWithPostgres("Postgres prepared statements", (serverUrl) => {
       clientId: null,
       languages: [],
       livechatMessages: {},
+      livechatWaitTimeoutSeconds: null,
       widget: {},
       createdAt: NOW,
       updatedAt: NOW,

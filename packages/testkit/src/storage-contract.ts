@@ -7,6 +7,7 @@ import type {
   ClaimTurnInput,
   CompleteRunInput,
   ConversationMode,
+  ModeChange,
   NewMessage,
   RunRecord,
   RunStatus,
@@ -552,7 +553,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         await storage.beginRun(next.begin(1, { isNew: false }));
         expect(await storage.claimTurn(next.claim(1, 31))).not.toBeNull();
         // The stale run's instance was only slow: it ends now, after the takeover.
-        await storage.completeRun(stale.complete({ ticket: 0, messages: ["late"], flowState: { from: "stale" }, mode: "livechat_waiting", seconds: 32 }));
+        await storage.completeRun(
+          stale.complete({ ticket: 0, messages: ["late"], flowState: { from: "stale" }, mode: handover("bot", at(0), 32), seconds: 32 }),
+        );
         expect(await storage.findRun(stale.id)).toMatchObject({ status: "success" });
         expect(await storage.findConversation(c.id)).toMatchObject({ flowState: undefined, mode: "bot" });
         // The run holding the turn is not disturbed: it renews, and its state is stored.
@@ -598,7 +601,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
           messages: [],
           user: true,
           flowState: { from: "gone" },
-          mode: "livechat_waiting",
+          mode: handover("bot", at(0), 3),
           seconds: 3,
         });
         const stored = await storage.completeRun(cancelled);
@@ -671,16 +674,19 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
     describe("flow state and mode", () => {
       it("keeps them unless given; undefined clears the flow state; a run cancelled while waiting never sets them", async () => {
         const c = await conversation();
-        const step = async (options: Partial<CompleteOptions>) => {
+        const step = async (options: Partial<Omit<CompleteOptions, "mode">> & { mode?: ConversationMode }) => {
+          const before = await storage.findConversation(c.id);
           const run = c.run("u");
           const ticket = await storage.beginRun(run.begin(0, { isNew: !c.started }));
           c.started = true;
-          await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: ["a"], seconds: 1, ...options }));
+          const { mode, ...rest } = options;
+          const change = mode && before ? { from: before.mode, since: before.modeSince, to: mode, at: at(1) } : undefined;
+          await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: ["a"], seconds: 1, ...rest, ...(change ? { mode: change } : {}) }));
           return storage.findConversation(c.id);
         };
         expect(await step({ flowState: { n: 1 } })).toMatchObject({ flowState: { n: 1 }, mode: "bot" });
         expect(await step({})).toMatchObject({ flowState: { n: 1 }, mode: "bot" });
-        expect(await step({ mode: "livechat_waiting" })).toMatchObject({ flowState: { n: 1 }, mode: "livechat_waiting" });
+        expect(await step({ mode: "livechat_waiting" })).toMatchObject({ flowState: { n: 1 }, mode: "livechat_waiting", modeSince: at(1) });
         expect(await step({ flowState: null })).toMatchObject({ flowState: null, mode: "livechat_waiting" });
         expect(await step({ flowState: "text", mode: "bot" })).toMatchObject({ flowState: "text", mode: "bot" });
         const cleared = await step({ flowState: undefined });
@@ -765,6 +771,142 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         read?.executionOrder.push("changed");
         (read?.result as { ok: boolean }).ok = false;
         expect(await storage.findRun(run.id)).toMatchObject({ executionOrder: ["echo"], result: { ok: true } });
+      });
+    });
+
+    describe("live chat", () => {
+      /** A conversation handed over at second 1 (its first run's completion), waiting. */
+      async function handedOver() {
+        const c = await conversation();
+        const run = c.run("help");
+        await storage.beginRun(run.begin(0));
+        await storage.completeRun(run.complete({ ticket: 0, messages: ["Connecting you"], status: "pending", mode: handover("bot", at(0), 1), seconds: 1 }));
+        return c;
+      }
+      const agentMessage = (content: string, id: string): NewMessage => ({
+        ...newMessage(content, "assistant", null),
+        origin: "livechat",
+        stepId: null,
+        nodeType: null,
+        livechatMessageId: id,
+        sender: "agent",
+      });
+
+      it("a run's mode change is a compare-and-set on the mode and the time it was entered", async () => {
+        const c = await handedOver();
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1), livechatConversationId: "lc-1" });
+        // A run that read the conversation before the handover does not undo it.
+        const late = c.run("late");
+        const ticket = await storage.beginRun(late.begin(2, { isNew: false }));
+        await storage.completeRun(late.complete({ ticket: ticket.ticket, messages: [], seconds: 3, mode: { from: "bot", since: at(0), to: "bot", at: at(3) } }));
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1) });
+        // One that read it as it is moves it, and keeps the live chat's id when given none.
+        const next = c.run("next");
+        const t2 = await storage.beginRun(next.begin(4, { isNew: false }));
+        await storage.completeRun(next.complete({ ticket: t2.ticket, messages: ["bot again"], seconds: 5, mode: { from: "livechat_waiting", since: at(1), to: "bot", at: at(5) } }));
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "bot", modeSince: at(5), livechatConversationId: "lc-1" });
+      });
+
+      it("updateLiveChat appends in turn order and moves the mode, only from the mode read", async () => {
+        const c = await handedOver();
+        const change = { from: "livechat_waiting", since: at(1), to: "livechat_active", at: at(2), livechatConversationId: "desk-9" } as const;
+        const moved = await storage.updateLiveChat({ conversationId: c.id, change, messages: [] });
+        expect(moved?.conversation).toMatchObject({ mode: "livechat_active", modeSince: at(2), livechatConversationId: "desk-9", nextTurn: 2 });
+        expect(moved?.messages).toEqual([]);
+        // The same change again finds the mode moved: nothing is written.
+        expect(await storage.updateLiveChat({ conversationId: c.id, change, messages: [agentMessage("lost", "x")] })).toBeNull();
+        expect(await storage.updateLiveChat({ conversationId: crypto.randomUUID(), change, messages: [] })).toBeNull();
+        // Staying in a mode keeps the time it was entered.
+        const stay = { from: "livechat_active", since: at(2), to: "livechat_active", at: at(3) } as const;
+        const sent = await storage.updateLiveChat({ conversationId: c.id, change: stay, messages: [agentMessage("Hi, I am Ann", "m1"), agentMessage("How can I help?", "m2")] });
+        expect(sent?.messages.map((m) => [m.turnIndex, m.content, m.origin, m.sender, m.livechatMessageId])).toEqual([
+          [2, "Hi, I am Ann", "livechat", "agent", "m1"],
+          [3, "How can I help?", "livechat", "agent", "m2"],
+        ]);
+        expect(sent?.conversation).toMatchObject({ mode: "livechat_active", modeSince: at(2), nextTurn: 4 });
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.turnIndex)).toEqual([0, 1, 2, 3]);
+        // A run after them takes the next turn.
+        const run = c.run("thanks");
+        expect((await storage.beginRun(run.begin(4, { isNew: false }))).claimed?.userMessage.turnIndex).toBe(4);
+      });
+
+      it("stores the user's message of a run as a live-chat message when a human has the conversation", async () => {
+        const c = await handedOver();
+        const run = c.run("are you there?");
+        const ticket = await storage.beginRun(run.begin(2, { isNew: false }));
+        const turn = ticket.claimed?.userMessage.turnIndex as number;
+        await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 2, liveChatUserTurn: turn }));
+        const [message] = await storage.listMessagesAfter(c.id, turn - 1, 10);
+        expect(message).toMatchObject({ turnIndex: turn, origin: "livechat", sender: "user", role: "user", content: "are you there?" });
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1) });
+      });
+
+      it("lists a tenant's conversations in the given modes, longest in their mode first", async () => {
+        const { channel } = await seed();
+        const ids: string[] = [];
+        for (const seconds of [3, 1, 2]) {
+          const c = new Conversation(storage, channel);
+          const run = c.run("help");
+          await storage.beginRun(run.begin(0));
+          await storage.completeRun(run.complete({ ticket: 0, messages: [], status: "pending", mode: handover("bot", at(0), seconds), seconds }));
+          ids[seconds] = c.id;
+        }
+        const idle = new Conversation(storage, channel);
+        await storage.beginRun(idle.run("hi").begin(0));
+        const listed = await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting", "livechat_active"], limit: 10 });
+        expect(listed.map((c) => c.id)).toEqual([ids[1], ids[2], ids[3]]);
+        expect((await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting"], limit: 2 })).map((c) => c.id)).toEqual([ids[1], ids[2]]);
+        expect(await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_active"], limit: 10 })).toEqual([]);
+        expect(await storage.listLiveChatConversations({ tenantId: crypto.randomUUID(), modes: ["livechat_waiting"], limit: 10 })).toEqual([]);
+      });
+
+      it("listMessagesAfter reads the messages after a turn, oldest first", async () => {
+        const c = await handedOver();
+        expect((await storage.listMessagesAfter(c.id, -1, 10)).map((m) => m.content)).toEqual(["help", "Connecting you"]);
+        expect((await storage.listMessagesAfter(c.id, 0, 10)).map((m) => m.content)).toEqual(["Connecting you"]);
+        expect((await storage.listMessagesAfter(c.id, -1, 1)).map((m) => m.content)).toEqual(["help"]);
+        expect(await storage.listMessagesAfter(c.id, 1, 10)).toEqual([]);
+      });
+
+      it("storeRun of a handover stores the live chat's id and when the wait began", async () => {
+        const c = await conversation();
+        const first = c.run("hand me over");
+        const done = first.complete({ ticket: 0, messages: ["Connecting you"], user: true, status: "pending", seconds: 4 });
+        await storage.storeRun({
+          run: done.run,
+          conversation: { ...first.begin(0).conversation, isNew: true },
+          messages: done.messages,
+          mode: "livechat_waiting",
+          livechatConversationId: "lc-new",
+        });
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(4), livechatConversationId: "lc-new" });
+      });
+
+      it("gives contiguous turn indexes to agent messages racing runs", async () => {
+        const c = await handedOver();
+        await storage.updateLiveChat({ conversationId: c.id, change: { from: "livechat_waiting", since: at(1), to: "livechat_active", at: at(2) }, messages: [] });
+        const runs = Array.from({ length: 10 }, (_, i) => c.run(`user ${i}`));
+        const agents = Array.from({ length: 10 }, (_, i) =>
+          storage.updateLiveChat({
+            conversationId: c.id,
+            change: { from: "livechat_active", since: at(2), to: "livechat_active", at: at(3) },
+            messages: [agentMessage(`agent ${i}`, `a${i}`)],
+          }),
+        );
+        const users = runs.map(async (run, i) => {
+          const ticket = await storage.beginRun(run.begin(3 + i, { isNew: false }));
+          let claimed = ticket.claimed;
+          for (let s = 0; !claimed; s++) {
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            claimed = await storage.claimTurn(run.claim(ticket.ticket, 3 + i));
+          }
+          await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 4 + i, liveChatUserTurn: claimed.userMessage.turnIndex }));
+        });
+        await Promise.all([...agents, ...users]);
+        const messages = await storage.listRecentMessages(c.id, 100);
+        expect(messages.map((m) => m.turnIndex)).toEqual(Array.from({ length: 22 }, (_, i) => i));
+        expect(messages.filter((m) => m.sender === "agent")).toHaveLength(10);
+        expect(messages.filter((m) => m.sender === "user")).toHaveLength(10);
       });
     });
 
@@ -854,7 +996,8 @@ interface CompleteOptions {
   status?: RunStatus;
   user?: boolean;
   flowState?: unknown;
-  mode?: ConversationMode;
+  mode?: ModeChange;
+  liveChatUserTurn?: number;
 }
 
 class Conversation {
@@ -931,11 +1074,17 @@ class Conversation {
         };
         if ("flowState" in options) input.flowState = options.flowState;
         if (options.mode !== undefined) input.mode = options.mode;
+        if (options.liveChatUserTurn !== undefined) input.liveChatUserTurn = options.liveChatUserTurn;
         return input;
       },
     };
     return run;
   }
+}
+
+/** A run's handover from `from` (entered at `since`), at `seconds`. */
+function handover(from: ConversationMode, since: string, seconds: number): ModeChange {
+  return { from, since, to: "livechat_waiting", at: at(seconds), livechatConversationId: `lc-${seconds}` };
 }
 
 function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {}): ChannelRecord {
@@ -956,6 +1105,7 @@ function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {})
     clientId: null,
     languages: ["en_US", "fr_FR"],
     livechatMessages: { livechat_waiting: "Please wait" },
+    livechatWaitTimeoutSeconds: null,
     widget: { theme: { position: "bottom-left" } },
     createdAt: at(0),
     updatedAt: at(0),

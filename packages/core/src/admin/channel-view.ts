@@ -18,6 +18,8 @@ export function channelView(channel: ChannelRecord) {
     default_stream: channel.defaultStream,
     /** What the channel's chat widget overrides of its defaults. */
     widget: channel.widget,
+    /** Live chat: the status message per conversation mode, and how long a handover waits for an agent (null: 600 s). */
+    livechat: { status_messages: channel.livechatMessages, wait_timeout_seconds: channel.livechatWaitTimeoutSeconds },
     ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,

@@ -222,6 +222,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           clientId: parsed.type === "webhook" ? randomBase62(24) : null,
           languages: parsed.languages,
           livechatMessages: parsed.livechatMessages,
+          livechatWaitTimeoutSeconds: parsed.livechatWaitTimeoutSeconds,
           widget: parsed.widget,
           createdAt: now,
           updatedAt: now,

@@ -10,6 +10,16 @@ const origin = z.string().refine((value) => {
     return false;
   }
 }, "allowed origins must be exact origins such as https://app.example.com (scheme, host and port, no path)");
+const MODES = ["bot", "livechat_waiting", "livechat_active", "livechat_closed", "livechat_expired", "livechat_cancelled", "livechat_unavailable"] as const;
+/** A channel's live-chat status messages: a text per conversation mode, shown in history as `livechat_status_message`. */
+const statusMessages = z.partialRecord(z.enum(MODES, `status messages are keyed by conversation mode: ${MODES.join(", ")}`), z.string().min(1).max(1000));
+/** How long a handover waits for an agent, in seconds (1 second to 1 day); null for the default, 600. */
+const waitTimeout = z
+  .number("wait_timeout_seconds must be a number of seconds")
+  .int("wait_timeout_seconds must be a whole number of seconds")
+  .min(1, "wait_timeout_seconds must be 1 to 86400")
+  .max(86_400, "wait_timeout_seconds must be 1 to 86400")
+  .nullable();
 const language = z.string().regex(/^[a-z]{2}_[A-Z]{2}$/, "languages are codes of the form xx_XX, e.g. en_US");
 
 /** Input of `admin.createTenant`. */
@@ -29,7 +39,8 @@ export const createChannelSchema = z.object({
   defaultStream: z.boolean().default(false),
   requireSignature: z.boolean().default(false),
   languages: z.array(language).min(1).default(["en_US"]),
-  livechatMessages: z.record(z.string(), z.string()).default({}),
+  livechatMessages: statusMessages.default({}),
+  livechatWaitTimeoutSeconds: waitTimeout.default(null),
   widget: widgetSettingsSchema.default({}),
 });
 
@@ -44,7 +55,9 @@ export const updateChannelSchema = z
     defaultStream: z.boolean(),
     requireSignature: z.boolean(),
     languages: z.array(language).min(1),
-    livechatMessages: z.record(z.string(), z.string()),
+    /** The live-chat status messages, replacing the whole set. */
+    livechatMessages: statusMessages,
+    livechatWaitTimeoutSeconds: waitTimeout,
     /** The widget settings, replacing the whole set (see `docs/widget.md`). */
     widget: widgetSettingsSchema,
   })
@@ -85,6 +98,16 @@ export const patchChannelBodySchema = z.strictObject(
     default_stream: z.boolean("default_stream must be a boolean").optional(),
     languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
     widget: widgetSettingsSchema.optional(),
+    livechat: z
+      .strictObject(
+        {
+          /** Replaces the whole set. */
+          status_messages: statusMessages.optional(),
+          wait_timeout_seconds: waitTimeout.optional(),
+        },
+        notAnObject("livechat must be an object"),
+      )
+      .optional(),
     config: z
       .strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, notAnObject("config must be an object"))
       .optional(),

@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   not_found: { status: 404, message: "No route matches this path." },
   method_not_allowed: { status: 405, message: "This method is not allowed on this path." },
   channel_inactive: { status: 409, message: "The channel is inactive." },
+  livechat_conflict: { status: 409, message: "The conversation's live chat is not in a mode that allows this." },
   channel_archived: { status: 410, message: "The channel is archived." },
   payload_too_large: { status: 413, message: "The request body is too large." },
   unsupported_media_type: { status: 415, message: "The body must be sent as 'Content-Type: application/json'." },

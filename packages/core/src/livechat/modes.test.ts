@@ -19,6 +19,7 @@ const EVENTS: Record<string, ModeEvent> = {
   "agent closed": { type: "agent_closed" },
   "user cancelled": { type: "user_cancelled" },
   "wait expired": { type: "wait_expired" },
+  "provider unavailable": { type: "provider_unavailable" },
   "user message": { type: "user_message" },
 };
 
@@ -31,6 +32,7 @@ const EXPECTED: Record<ConversationMode, Record<string, [ConversationMode, boole
     "agent closed": "refused",
     "user cancelled": "refused",
     "wait expired": "refused",
+    "provider unavailable": "refused",
     "user message": ["bot", true],
   },
   livechat_waiting: {
@@ -40,6 +42,7 @@ const EXPECTED: Record<ConversationMode, Record<string, [ConversationMode, boole
     "agent closed": "refused",
     "user cancelled": ["livechat_cancelled", false],
     "wait expired": ["livechat_expired", false],
+    "provider unavailable": ["livechat_unavailable", false],
     "user message": ["livechat_waiting", false],
   },
   livechat_active: {
@@ -49,6 +52,7 @@ const EXPECTED: Record<ConversationMode, Record<string, [ConversationMode, boole
     "agent closed": ["livechat_closed", false],
     "user cancelled": ["livechat_cancelled", false],
     "wait expired": "refused",
+    "provider unavailable": "refused",
     "user message": ["livechat_active", false],
   },
   livechat_closed: {},

@@ -11,6 +11,7 @@ export type ModeEvent =
   | { type: "agent_closed" }
   | { type: "user_cancelled" }
   | { type: "wait_expired" }
+  | { type: "provider_unavailable" }
   | { type: "user_message" };
 
 /** The outcome of an event: the conversation's next mode and whether the flow runs, or why the event does not apply. */
@@ -49,6 +50,10 @@ export function nextMode(mode: ConversationMode, event: ModeEvent): ModeTransiti
     case "user_cancelled":
       if (!WITH_HUMAN.has(mode)) return { refused: `there is no live chat to cancel in ${mode}` };
       return { to: "livechat_cancelled", runsFlow: false };
+    case "provider_unavailable":
+      // A provider that took the handover and then finds no agent gives the conversation back.
+      if (mode !== "livechat_waiting") return { refused: `only a waiting conversation becomes unavailable, not one in ${mode}` };
+      return { to: "livechat_unavailable", runsFlow: false };
     case "wait_expired":
       if (mode !== "livechat_waiting") return { refused: `only a waiting conversation expires, not one in ${mode}` };
       return { to: "livechat_expired", runsFlow: false };

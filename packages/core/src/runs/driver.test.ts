@@ -7,6 +7,8 @@ import { memoryStorage } from "../storage/memory.js";
 import type { ChannelRecord, RunConversation, Storage } from "../storage/types.js";
 import { RunAbort } from "./abort.js";
 import { claimOf, driveRun, type TextPart } from "./driver.js";
+import { inProcessFeed } from "../livechat/feed.js";
+import { LiveChat } from "../livechat/live-chat.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { isoTimestamp } from "./timestamp.js";
 
@@ -207,6 +209,7 @@ beforeAll(async () => {
     clientId: null,
     languages: [],
     livechatMessages: {},
+    livechatWaitTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,
@@ -259,6 +262,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     ticket: ticket.ticket,
     claimed: ticket.claimed,
     begun: true,
+    livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens }),
     trigger: "message",
     claimedAtMs: arrivedMs,
     metadata: options.metadata ?? {},

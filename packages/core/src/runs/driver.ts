@@ -7,12 +7,16 @@ import type {
   ClaimedTurn,
   CompleteRunInput,
   ConversationMode,
+  ConversationRecord,
+  ModeChange,
   NewMessage,
   RunConversation,
   RunRecord,
   Storage,
   StoreRunInput,
 } from "../storage/types.js";
+import type { LiveChat } from "../livechat/live-chat.js";
+import { withHuman } from "../livechat/modes.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
@@ -50,6 +54,8 @@ interface RunInput {
   abort: RunAbort;
   storage: Storage;
   lifecycle: RunLifecycle;
+  /** Where a handover goes, and who has a conversation that handed over. */
+  livechat: LiveChat;
   estimateTokens: TokenEstimator;
   historyLimit: number;
   /** Whether the caller streams the live text (see {@link Transcript}). */
@@ -104,6 +110,12 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   }
   const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
   if (!turn) return giveUpTurn(input, transcript);
+  const conversation = turn.conversation;
+  if (input.trigger === "message" && conversation.mode !== "bot") {
+    // A human has the conversation: the user's message goes to them, and the flow does not run.
+    const { mode } = input.livechat.state(input.channel, conversation, startedMs);
+    if (withHuman(mode)) return humanTurn(input, turn, transcript, startedMs, mode);
+  }
 
   const held = input.begun
     ? lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs })
@@ -114,6 +126,10 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   } finally {
     if (held) lifecycle.releaseTurn(held);
   }
+  // A handover is stored once the flow ended well, as waiting when someone can take it.
+  const handedOver = end.status === "success" && transcript.handedOver;
+  const available = handedOver && (await input.livechat.available(input.channel, input.conversation.id));
+  if (!available) transcript.refuseHandover();
   const completedMs = Date.now();
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
     status: end.status,
@@ -123,10 +139,17 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     completedAt: isoTimestamp(completedMs),
     durationMs: completedMs - startedMs,
   });
+  const change = modeChange(conversation, handedOver, available, outcome.completedAt);
   if (!input.begun) {
     const messages = input.trigger === "start" ? outcome.produced : [turn.userMessage as NewMessage].concat(outcome.produced);
     const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
-    await storage.storeRun(withState(whole, transcript, outcome));
+    if (transcript.flowState) whole.flowState = transcript.flowState.value;
+    if (change) {
+      whole.mode = change.to;
+      if (change.livechatConversationId) whole.livechatConversationId = change.livechatConversationId;
+    }
+    await storage.storeRun(whole);
+    if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
     return outcome;
   }
   const completion: CompleteRunInput = {
@@ -137,19 +160,58 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     messages: outcome.produced,
     claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
   };
-  await storage.completeRun(withState(completion, transcript, outcome));
+  // The flow state when the flow set one (a present key, even `undefined`, sets it).
+  if (transcript.flowState) completion.flowState = transcript.flowState.value;
+  if (change) completion.mode = change;
+  await storage.completeRun(completion);
   lifecycle.turnPassed(input.conversation.id);
+  if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
   return outcome;
 }
 
 /**
- * What the run stores of the conversation's state: the flow state when the flow set one (a
- * present key, even `undefined`, sets it), the mode when the run handed over.
+ * How a run that ran the flow moves the conversation: a handover to waiting (or
+ * unavailable when nobody can take it), an ended live chat back to the bot, else not at all.
  */
-function withState<T extends { flowState?: unknown; mode?: ConversationMode }>(input: T, transcript: Transcript, outcome: RunOutcome): T {
-  if (transcript.flowState) input.flowState = transcript.flowState.value;
-  if (outcome.livechatMode) input.mode = outcome.livechatMode;
-  return input;
+function modeChange(conversation: ConversationRecord, handedOver: boolean, available: boolean, at: string): ModeChange | undefined {
+  const from = conversation.mode;
+  if (handedOver) {
+    const change: ModeChange = { from, since: conversation.modeSince, to: available ? "livechat_waiting" : "livechat_unavailable", at };
+    if (available) change.livechatConversationId = crypto.randomUUID();
+    return change;
+  }
+  return from === "bot" ? undefined : { from, since: conversation.modeSince, to: "bot", at };
+}
+
+/**
+ * A user's message while a human has the conversation: stored for the human side
+ * (`origin: "livechat"`, `sender: "user"`) with a `pending` run that produced nothing and
+ * reports the mode, then told to the provider.
+ */
+async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcript, startedMs: number, mode: ConversationMode): Promise<RunOutcome> {
+  const completedMs = Date.now();
+  const outcome = transcript.outcome(input.runId, input.conversation.id, {
+    status: "success",
+    result: null,
+    error: null,
+    startedAt: isoTimestamp(startedMs),
+    completedAt: isoTimestamp(completedMs),
+    durationMs: completedMs - startedMs,
+  });
+  outcome.status = "pending";
+  outcome.livechatMode = mode;
+  await input.storage.completeRun({
+    run: recordOf(input, outcome),
+    conversation: input.conversation,
+    ticket: input.ticket,
+    claimed: true,
+    messages: [],
+    liveChatUserTurn: turn.userMessage.turnIndex,
+    claimUntil: isoTimestamp(completedMs + input.lifecycle.leaseMs),
+  });
+  input.lifecycle.turnPassed(input.conversation.id);
+  input.livechat.afterRun(input.channel, input.conversation.id, undefined, { ...turn.userMessage, origin: "livechat", sender: "user" });
+  return outcome;
 }
 
 /** Pulls the flow's events into the transcript, yielding the live parts, until it ends or is aborted. */

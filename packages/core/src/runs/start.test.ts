@@ -6,6 +6,8 @@ import { defineFlow } from "../flows/define.js";
 import { step, text } from "../flows/events.js";
 import type { ChannelRecord } from "../storage/types.js";
 import { memoryStorage } from "../storage/memory.js";
+import { inProcessFeed } from "../livechat/feed.js";
+import { LiveChat } from "../livechat/live-chat.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type StartedRun, startRun } from "./start.js";
 
@@ -50,6 +52,7 @@ async function setup() {
     clientId: null,
     languages: [],
     livechatMessages: {},
+    livechatWaitTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,
@@ -76,6 +79,7 @@ async function setup() {
     historyLimit: 50,
     estimateTokens,
     runs: new RunLifecycle({ logger: silent, leaseMs: 30_000 }),
+    livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens }),
     production: false,
   };
   const request = { signal: new AbortController().signal };

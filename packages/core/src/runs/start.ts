@@ -101,6 +101,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     abort,
     storage: ctx.storage,
     lifecycle: runs,
+    livechat: ctx.livechat,
     historyLimit: ctx.historyLimit,
     live: input.live,
   });

@@ -76,7 +76,8 @@ export class Transcript {
   readonly variables: Record<string, unknown> = {};
   /** Reply options given before any reply: they go to the next one. */
   #pendingOptions: ReplyOptions | null = null;
-  #paused = false;
+  /** The flow asked a question (`pause`). */
+  #asked = false;
   #livechatMode: ConversationMode | null = null;
   #stepId: string | null = null;
   #nodeType: string | null = null;
@@ -118,10 +119,9 @@ export class Transcript {
         return parts;
       }
       case "pause":
-        this.#paused = true;
+        this.#asked = true;
         return this.#wholeText(event.question);
       case "handover":
-        this.#paused = true;
         this.#livechatMode = "livechat_waiting";
         return event.message === undefined ? NO_PARTS : this.#wholeText(event.message);
       case "state":
@@ -150,6 +150,19 @@ export class Transcript {
     }
   }
 
+  /** Whether the flow handed the conversation over to live chat (and nobody refused it since). */
+  get handedOver(): boolean {
+    return this.#livechatMode !== null;
+  }
+
+  /**
+   * Nobody can take the handover (decisions.md: `livechat_unavailable`): the run is not
+   * paused by it, and its outcome reports no live-chat mode.
+   */
+  refuseHandover(): void {
+    this.#livechatMode = null;
+  }
+
   /**
    * Closes the text left open when the flow ends. A cancelled run keeps what it wrote but
    * sends no end part: its stream is already gone.
@@ -161,7 +174,8 @@ export class Transcript {
 
   /** The run's outcome; a run that succeeded after a pause or a handover is `pending`. */
   outcome(runId: string, conversationId: string, end: RunEnd): RunOutcome {
-    const status = end.status === "success" && this.#paused ? "pending" : end.status;
+    const paused = this.#asked || this.#livechatMode !== null;
+    const status = end.status === "success" && paused ? "pending" : end.status;
     return {
       runId,
       conversationId,

@@ -25,6 +25,7 @@ function channel(tenantId: string): ChannelRecord {
     clientId: null,
     languages: [],
     livechatMessages: {},
+    livechatWaitTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,

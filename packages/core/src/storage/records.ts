@@ -33,6 +33,7 @@ export function newConversationRecord(conversation: RunConversation, at: string)
     mode: "bot",
     flowState: undefined,
     nextTurn: 1,
+    modeSince: at,
     livechatConversationId: null,
     language: conversation.language ?? null,
     createdAt: at,

@@ -55,6 +55,8 @@ export interface ChannelRecord {
   languages: string[];
   /** Tenant-configured live-chat status messages, by conversation mode. */
   livechatMessages: Partial<Record<ConversationMode, string>>;
+  /** How long a handed-over conversation waits for an agent before it expires, in seconds; null for the default (600). */
+  livechatWaitTimeoutSeconds: number | null;
   /** What the channel's chat widget overrides of the defaults (strings per language, theme, features), as validated by the admin. */
   widget: Record<string, unknown>;
   createdAt: string;
@@ -87,6 +89,9 @@ export interface ConversationRecord {
   flowState: unknown;
   /** The next free `turn_index`. */
   nextTurn: number;
+  /** ISO 8601 time the conversation entered its `mode`: a wait expires from it, and it names the mode in a compare-and-set. */
+  modeSince: string;
+  /** The live-chat provider's id of the current or last live chat. */
   livechatConversationId: string | null;
   /** The language the conversation was started in (`xx_XX`, webhook channels), or null. */
   language: string | null;
@@ -213,10 +218,33 @@ export interface CompleteRunInput {
   messages: NewMessage[];
   /** New flow state when the key is present (even as `undefined`, which clears it); omit the key to keep the stored one. */
   flowState?: unknown;
-  /** New conversation mode, or `undefined` to keep the stored one. */
-  mode?: ConversationMode;
+  /**
+   * A change of the conversation's mode (a handover, or the bot taking back an ended live
+   * chat), applied only if the mode is still the one the run read; `undefined` keeps it.
+   */
+  mode?: ModeChange;
+  /**
+   * The turn index of the run's user message when a human had the conversation: it is
+   * stored as a live-chat message (`origin: "livechat"`, `sender: "user"`), with the run.
+   */
+  liveChatUserTurn?: number;
   /** ISO 8601 time until which the next ticket may claim its turn before it is taken over. */
   claimUntil: string;
+}
+
+/**
+ * A compare-and-set of a conversation's mode: applied only when the stored mode and the time
+ * it was entered are still `from` and `since` (so that of two instances moving one
+ * conversation, one wins and the other sees it did not). The new mode is entered at `at`.
+ */
+export interface ModeChange {
+  from: ConversationMode;
+  since: string;
+  to: ConversationMode;
+  /** ISO 8601. */
+  at: string;
+  /** The live chat's provider id: set when given (a string), kept when absent. */
+  livechatConversationId?: string;
 }
 
 /**
@@ -231,8 +259,45 @@ export interface StoreRunInput {
   messages: NewMessage[];
   /** The flow state, when the run set one. */
   flowState?: unknown;
-  /** The conversation's mode, when the run changed it. */
+  /** The conversation's mode, when the run changed it (entered at the run's `completedAt`). */
   mode?: ConversationMode;
+  /** The live chat's provider id, when the run handed over. */
+  livechatConversationId?: string;
+}
+
+/**
+ * A live-chat event applied to a conversation, in one transaction: a mode change
+ * (compare-and-set, see {@link ModeChange}; `to` equal to `from` keeps the mode and its
+ * time) and messages appended with the next turn indexes, as a run's are. Nothing is
+ * written when the mode moved.
+ */
+export interface LiveChatUpdate {
+  conversationId: string;
+  change: ModeChange;
+  messages: NewMessage[];
+}
+
+/** Which conversations a tenant's agents see: those in `modes`, longest in their mode first. */
+export interface LiveChatQuery {
+  tenantId: string;
+  modes: ConversationMode[];
+  limit: number;
+}
+
+/**
+ * Messages between the instances sharing a database, by topic: what live delivery (an
+ * agent's message reaching a user's subscription on another instance) rides on.
+ * Best effort and small: a message is a doorbell (at most 4000 bytes of UTF-8) that tells
+ * subscribers to read the store, which stays the truth; a subscriber that was away reads
+ * what it missed from the store.
+ */
+export interface LiveFeed {
+  /** Delivers `message` to the subscribers of `topic` on every instance, this one included. */
+  publish(topic: string, message: string): Promise<void>;
+  /** Calls `listener` with each message published on `topic` from now on; resolves once listening, to what stops it. */
+  subscribe(topic: string, listener: (message: string) => void): Promise<() => void>;
+  /** Stops listening and frees what the feed holds (a connection, a timer). */
+  close(): Promise<void>;
 }
 
 /** A key with the channel it opens, as found by one lookup on the request path. */
@@ -328,6 +393,21 @@ export interface Storage {
    */
   storeRun(input: StoreRunInput): Promise<MessageRecord[]>;
   findRun(id: string): Promise<RunRecord | null>;
+
+  /**
+   * Applies a live-chat event (see {@link LiveChatUpdate}): null, writing nothing, when the
+   * conversation is not in `change.from` since `change.since` any more (or does not exist).
+   */
+  updateLiveChat(input: LiveChatUpdate): Promise<{ conversation: ConversationRecord; messages: MessageRecord[] } | null>;
+  /** Conversations of a tenant in the given modes, longest in their mode first. */
+  listLiveChatConversations(query: LiveChatQuery): Promise<ConversationRecord[]>;
+  /** Messages of a conversation after `afterTurn` (exclusive), oldest first, at most `limit`. */
+  listMessagesAfter(conversationId: string, afterTurn: number, limit: number): Promise<MessageRecord[]>;
+  /**
+   * The feed between the instances on this database (Postgres `LISTEN/NOTIFY`, an SQLite
+   * table); absent, the service uses one within its own process only.
+   */
+  readonly feed?: LiveFeed;
 
   /** Creates a tenant; with `audit`, records the event in the same transaction. */
   createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void>;

@@ -3,12 +3,17 @@ import type { Route } from "../../http/router.js";
 import { preflight } from "../../http/cors.js";
 import { execute } from "./execute.js";
 import { history } from "./history.js";
+import { cancelLiveChat } from "../../livechat/cancel.js";
+import { conversationEvents } from "../../livechat/subscription.js";
 
 const EXECUTE_PATH = "/public/v1/api/execute";
 const HISTORY_PATH = "/public/v1/api/conversations/:session_id/messages";
+const EVENTS_PATH = "/public/v1/api/conversations/:session_id/events";
+const CANCEL_PATH = "/public/v1/api/conversations/:session_id/livechat/cancel";
 
 /**
- * The API channel: execute, its CORS preflight and the conversation history. Built in, its
+ * The API channel: execute, its CORS preflight, the conversation history, and beside it the
+ * live-chat subscription and cancel. Built in, its
  * routes answer the internal `Reply` (no Web `Response` on the Node fast path), which a
  * plugin's public `Route` does not offer.
  */
@@ -21,6 +26,11 @@ export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } 
       // Browsers reading history with a publishable key send a preflight too.
       { method: "OPTIONS", path: HISTORY_PATH, handle: () => preflight("GET, OPTIONS") },
       { method: "GET", path: HISTORY_PATH, handle: (request, params, ctx) => history(request, params.session_id as string, ctx) },
+      // Live chat, beside history: the user's subscription and the user's cancel.
+      { method: "OPTIONS", path: EVENTS_PATH, handle: () => preflight("GET, OPTIONS", "Authorization, Content-Type, Last-Event-ID") },
+      { method: "GET", path: EVENTS_PATH, handle: (request, params, ctx) => conversationEvents(request, params.session_id as string, ctx) },
+      { method: "OPTIONS", path: CANCEL_PATH, handle: () => preflight("POST, OPTIONS") },
+      { method: "POST", path: CANCEL_PATH, handle: (request, params, ctx) => cancelLiveChat(request, params.session_id as string, ctx) },
     ],
   };
 }

@@ -1,0 +1,90 @@
+import type { ReplyChunk, ReplyStream } from "./reply.js";
+
+/** Headers of a server-sent event stream that proxies must not buffer. */
+export const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-transform",
+  connection: "keep-alive",
+  "x-accel-buffering": "no",
+} as const;
+
+/** One SSE event: an optional `id:` line, one `data:` line of JSON, a blank line. */
+export function sseEvent(data: unknown, id?: string | number): string {
+  return `${id === undefined ? "" : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`;
+}
+
+/** How often an idle event stream sends a comment, so that proxies and clients keep it open. */
+const HEARTBEAT_MS = 15_000;
+
+/**
+ * An event stream fed by pushes rather than pulled from a producer: what a subscription
+ * answers with. Chunks wait in order until the client reads them; a comment goes out every
+ * 15 s of silence; `onClose` runs once, when the client goes away or the feeder ends it.
+ */
+export class PushStream implements ReplyStream {
+  readonly #queue: ReplyChunk[] = [];
+  #waiting: ((chunk: ReplyChunk | null) => void) | null = null;
+  #ended = false;
+  #closed = false;
+  readonly #onClose: () => void;
+  readonly #heartbeat: ReturnType<typeof setInterval>;
+
+  constructor(onClose: () => void) {
+    this.#onClose = onClose;
+    this.#heartbeat = setInterval(() => {
+      if (this.#queue.length === 0) this.push(": keep-alive\n\n");
+    }, HEARTBEAT_MS);
+    (this.#heartbeat as { unref?: () => void }).unref?.();
+  }
+
+  /** Whether the stream ended (the client went away, or {@link end} was called). */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  push(chunk: ReplyChunk): void {
+    if (this.#ended) return;
+    const waiting = this.#waiting;
+    if (waiting) {
+      this.#waiting = null;
+      waiting(chunk);
+    } else {
+      this.#queue.push(chunk);
+    }
+  }
+
+  /** Ends the stream once what was pushed is read. */
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#close();
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    waiting?.(null);
+  }
+
+  pull(): ReplyChunk | null | Promise<ReplyChunk | null> {
+    const next = this.#queue.shift();
+    if (next !== undefined) return next;
+    if (this.#ended) return null;
+    return new Promise((resolve) => {
+      this.#waiting = resolve;
+    });
+  }
+
+  cancel(): void {
+    this.#ended = true;
+    this.#queue.length = 0;
+    this.#close();
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    waiting?.(null);
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#heartbeat);
+    this.#onClose();
+  }
+}

@@ -1,0 +1,20 @@
+import { authenticateApiKey } from "../auth/authenticate.js";
+import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
+import type { ServiceContext } from "../context.js";
+import type { IncomingRequest, Reply } from "../http/reply.js";
+import { json } from "../http/respond.js";
+import { liveChatView } from "./view.js";
+
+/**
+ * `POST /public/v1/api/conversations/{conversation_id}/livechat/cancel`: the user leaves the
+ * queue or ends the live chat (`livechat_cancelled`); the provider is told, and the user's
+ * next message goes to the bot. The checks of history; 409 `livechat_conflict` when no live
+ * chat is waiting or active. Answers the conversation's live chat as it is now.
+ */
+export async function cancelLiveChat(request: IncomingRequest, conversationId: string, ctx: ServiceContext): Promise<Reply> {
+  const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
+  const conversation = await conversationOrDetail(ctx.storage, channel, conversationId);
+  if (isDetailReply(conversation)) return conversation;
+  const state = await ctx.livechat.cancel(conversation.id, channel.tenantId);
+  return json({ conversation_id: conversation.id, ...liveChatView(state) });
+}

@@ -1,0 +1,49 @@
+import { adminRequest, type AdminAuthenticate } from "../../admin/request.js";
+import type { ServiceContext } from "../../context.js";
+import { messageView } from "../../conversations/message-view.js";
+import { PushStream, SSE_HEADERS, sseEvent } from "../../http/sse.js";
+import { toResponse } from "../../http/reply.js";
+import type { RouteRequest } from "../../plugins.js";
+import type { TenantSignal } from "../live-chat.js";
+import { channelsOf } from "./routes.js";
+import { inboxConversationView } from "./views.js";
+
+/**
+ * `GET /api/v1/livechat/feed`: what the tenant's agents must see, as server-sent events, from
+ * every instance: `{"type":"ready"}` once listening, then `{"type":"handover","conversation"}`
+ * for each new handover, `{"type":"message","conversation_id","message"}` for each message of
+ * a live chat (the user's and the agents'), `{"type":"mode","conversation"}` for each change
+ * of mode (an agent accepted or closed, the user cancelled, the bot took it back).
+ */
+export async function feedRoute(request: RouteRequest, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
+  const { caller } = await adminRequest(request, ctx, authenticate);
+  let unsubscribe: () => void = () => undefined;
+  const stream = new PushStream(() => unsubscribe());
+  const channels = channelsOf(ctx);
+  // One signal at a time, in the order they came: each is read from the store.
+  let reading: Promise<void> = Promise.resolve();
+  const onSignal = (signal: TenantSignal) => {
+    reading = reading.then(() => eventOf(ctx, channels, signal)).then(
+      (event) => {
+        if (event) stream.push(sseEvent(event));
+      },
+      (error) => ctx.logger.warn("channelkit: the live-chat feed could not read a conversation", error),
+    );
+  };
+  unsubscribe = await ctx.livechat.subscribeTenant(caller.tenantId, onSignal);
+  if (stream.ended) unsubscribe();
+  stream.push(sseEvent({ type: "ready" }));
+  return toResponse({ status: 200, headers: { ...SSE_HEADERS }, body: stream });
+}
+
+async function eventOf(ctx: ServiceContext, channels: ReturnType<typeof channelsOf>, signal: TenantSignal) {
+  const conversation = await ctx.storage.findConversation(signal.conversation_id);
+  if (!conversation) return null;
+  if (signal.type === "message") {
+    const turn = signal.turn_index ?? 0;
+    const [message] = await ctx.storage.listMessagesAfter(conversation.id, turn - 1, 1);
+    if (!message || message.turnIndex !== turn) return null;
+    return { type: "message", conversation_id: conversation.id, message: messageView(message) };
+  }
+  return { type: signal.type, conversation: inboxConversationView(ctx.livechat, await channels(conversation.channelId), conversation) };
+}
