@@ -1,4 +1,13 @@
-import { type AdminAuthOptions, adminApi, type ChannelAdmin, type ChannelPlugin, type ChannelService, createChannelService } from "@channelkit/core";
+import {
+  type AdminAuthOptions,
+  adminApi,
+  type ChannelAdmin,
+  type ChannelPlugin,
+  type ChannelService,
+  createChannelService,
+  type LiveChatProvider,
+  liveChatInbox,
+} from "@channelkit/core";
 import { widgetAsset } from "@channelkit/widget/plugin";
 import { demoFlows } from "@channelkit/core/demo";
 import { serve } from "@channelkit/node";
@@ -42,17 +51,29 @@ function adminOptions(env: NodeJS.ProcessEnv, development: boolean): AdminAuthOp
 async function openService(
   db: string | undefined,
   io: Io,
-  serving?: { turnLeaseMs?: number; adminDevMode: boolean; plugins: ChannelPlugin[] },
+  serving?: { turnLeaseMs?: number; adminDevMode: boolean; livechat: LiveChatChoice; plugins: ChannelPlugin[] },
 ): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
   return createChannelService({
     storage,
     turnLeaseMs: serving?.turnLeaseMs,
     plugins: serving ? [adminApi(adminOptions(io.env, serving.adminDevMode)), ...serving.plugins] : [],
+    livechat: serving ? liveChatProvider(serving.livechat, io.env, serving.adminDevMode) : undefined,
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
   });
+}
+
+/** Where `serve` sends handovers: the inbox (the default), or nowhere. */
+type LiveChatChoice = "inbox" | "off";
+
+/**
+ * The live-chat provider of `serve`: the inbox, whose agent routes take the admin routes'
+ * tokens, unless `--livechat off` (a handover is then `livechat_unavailable`).
+ */
+function liveChatProvider(choice: LiveChatChoice, env: NodeJS.ProcessEnv, adminDevMode: boolean): LiveChatProvider | undefined {
+  return choice === "inbox" ? liveChatInbox(adminOptions(env, adminDevMode)) : undefined;
 }
 
 /** Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`. */
@@ -131,9 +152,11 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       name: { type: "string" },
       languages: { type: "string" },
       widget: { type: "string" },
+      livechat: { type: "string" },
     },
     1,
   );
+  const livechat = liveChatSettings(jsonValue("livechat", values.livechat));
   const patch = {
     state: oneOf("state", values.state, ["active", "inactive", "archived"] as const),
     environment: oneOf("environment", values.environment, ENVIRONMENTS),
@@ -144,10 +167,27 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     name: values.name,
     languages: list(values.languages),
     widget: jsonValue("widget", values.widget),
+    ...livechat,
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   if (Object.keys(defined).length === 0) throw new UsageError("channel update needs at least one option to change");
   printJson(io, await withService(values.db, io, (admin) => admin.updateChannel(positionals[0] as string, defined)));
+}
+
+/**
+ * `--livechat '{"status_messages":{...},"wait_timeout_seconds":300}'`, as the admin PATCH
+ * takes it, to the admin's names; the admin validates the values.
+ */
+function liveChatSettings(value: unknown): { livechatMessages?: unknown; livechatWaitTimeoutSeconds?: unknown } {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError("--livechat takes a JSON object");
+  const { status_messages, wait_timeout_seconds, ...unknown } = value as Record<string, unknown>;
+  const extra = Object.keys(unknown);
+  if (extra.length > 0) throw new UsageError(`--livechat takes status_messages and wait_timeout_seconds, not ${extra.join(", ")}`);
+  return {
+    ...(status_messages === undefined ? {} : { livechatMessages: status_messages }),
+    ...(wait_timeout_seconds === undefined ? {} : { livechatWaitTimeoutSeconds: wait_timeout_seconds }),
+  };
 }
 
 export async function channelRotateKey(args: string[], io: Io): Promise<void> {
@@ -197,7 +237,9 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     demo: { type: "boolean" },
     "turn-lease-ms": { type: "string" },
     "admin-dev-mode": { type: "boolean" },
+    livechat: { type: "string" },
   });
+  const livechat = oneOf("livechat", values.livechat, ["inbox", "off"] as const) ?? "inbox";
   const rawPort = values.port ?? io.env.PORT ?? "3000";
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);
@@ -211,7 +253,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   // page at `/` learns its key once the demo is provisioned, after the server listens.
   let demoWidget: DemoWidget | null = null;
   const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
-  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, plugins });
+  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, livechat, plugins });
   const server = await serve(service, { port, host });
   if (values.demo) demoWidget = await provisionDemo(service, server.url, resolveDb(values.db, io.env), io);
   io.out(`listening on ${server.url}`);

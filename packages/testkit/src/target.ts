@@ -1,4 +1,4 @@
-import { adminApi, type ChannelService, type ChannelServiceOptions, createChannelService, type Logger, type Storage } from "@channelkit/core";
+import { adminApi, type ChannelService, liveChatInbox, type ChannelServiceOptions, createChannelService, type Logger, type Storage } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -40,8 +40,12 @@ export interface ServiceTargetOptions {
    * part that differs from one adapter to the next.
    */
   listen: (service: ChannelService) => Promise<ListeningServer>;
-  /** Options of the service beyond the defaults: its `basePath`, extra `plugins` (the admin routes are always mounted). */
-  service?: Pick<ChannelServiceOptions, "basePath" | "plugins">;
+  /**
+   * Options of the service beyond the defaults: its `basePath`, extra `plugins` (the admin
+   * routes are always mounted), its live-chat provider (the inbox, behind the same admin
+   * tokens, unless another is given).
+   */
+  service?: Pick<ChannelServiceOptions, "basePath" | "plugins" | "livechat">;
 }
 
 /**
@@ -66,6 +70,7 @@ export function serviceTarget({ name, store, listen, service: serviceOptions }: 
         flows: demoFlows,
         secretKey: SECRET_KEY,
         logger: quiet,
+        livechat: liveChatInbox({ secret: ADMIN_JWT_SECRET }),
         ...serviceOptions,
         plugins: [adminApi({ secret: ADMIN_JWT_SECRET }), ...(serviceOptions?.plugins ?? [])],
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),

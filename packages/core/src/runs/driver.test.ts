@@ -239,7 +239,11 @@ interface RunOptions {
   live?: boolean;
   /** The lifecycle of the "instance" running it (default: one shared by the tests, 30 s leases). */
   lifecycle?: RunLifecycle;
+  /** Where handovers go (default: a provider that always takes them). */
+  livechat?: LiveChat;
 }
+
+const takesHandovers = new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens });
 
 const shared = new RunLifecycle({ logger: silent, leaseMs: LEASE_MS });
 
@@ -262,7 +266,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     ticket: ticket.ticket,
     claimed: ticket.claimed,
     begun: true,
-    livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens }),
+    livechat: options.livechat ?? takesHandovers,
     trigger: "message",
     claimedAtMs: arrivedMs,
     metadata: options.metadata ?? {},
@@ -445,6 +449,24 @@ describe("driveRun: outcomes", () => {
     expect(parts).toEqual([]);
     expect(messages.map((m) => m.role)).toEqual(["user"]);
     expect(conversation?.mode).toBe("livechat_waiting");
+  });
+
+  it("without a provider, a handover is unavailable: the run succeeds, the bot keeps the conversation in livechat_unavailable", async () => {
+    const nobody = new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens });
+    const { outcome, stored, conversation, messages } = await run(handingOver, { livechat: nobody });
+    expect(outcome.status).toBe("success");
+    expect(outcome.livechatMode).toBeNull();
+    expect(stored?.status).toBe("success");
+    expect(conversation?.mode).toBe("livechat_unavailable");
+    expect(conversation?.livechatConversationId).toBeNull();
+    expect(messages.map((m) => m.content)).toEqual(["hello", "Connecting you to an agent"]);
+  });
+
+  it("a provider that says nobody is available makes the handover unavailable too", async () => {
+    const closedDesk = new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "closed", available: () => false }, logger: silent, estimateTokens });
+    const { outcome, conversation } = await run(handingOver, { livechat: closedDesk });
+    expect(outcome.status).toBe("success");
+    expect(conversation?.mode).toBe("livechat_unavailable");
   });
 });
 

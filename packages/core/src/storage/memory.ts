@@ -11,7 +11,10 @@ import type {
   ConversationMode,
   ConversationRecord,
   KeyWithChannel,
+  LiveChatQuery,
+  LiveChatUpdate,
   MessageRecord,
+  ModeChange,
   NewMessage,
   RunRecord,
   RunTicket,
@@ -241,6 +244,25 @@ export function memoryStorage(): Storage {
     if (next !== from && row) put(conversations, conversationId, { ...row, serving: next, leaseUntil: claimUntil });
   }
 
+  /** The row after a mode change (see {@link ModeChange}), or the row unchanged when the mode moved since it was read. */
+  function changeMode(row: ConversationRow, change: ModeChange): ConversationRow {
+    if (row.mode !== change.from || row.modeSince !== change.since) return row;
+    return {
+      ...row,
+      mode: change.to,
+      modeSince: change.to === change.from ? row.modeSince : change.at,
+      livechatConversationId: change.livechatConversationId ?? row.livechatConversationId,
+      updatedAt: change.at,
+    };
+  }
+
+  /** A run's user message, stored when a human had the conversation: a message for the human side. */
+  function relabelUserMessage(conversationId: string, turn: number): void {
+    const stored = messages.get(conversationId);
+    const message = stored?.get(turn);
+    if (stored && message) put(stored, turn, { ...message, origin: "livechat", sender: "user" });
+  }
+
   const storage: Storage = {
     async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
       open();
@@ -274,6 +296,7 @@ export function memoryStorage(): Storage {
             tenantId: conversation.tenantId,
             channelId: conversation.channelId,
             mode: "bot",
+            modeSince: input.run.startedAt,
             flowState: null,
             nextTurn: 1,
             livechatConversationId: null,
@@ -305,9 +328,10 @@ export function memoryStorage(): Storage {
           tenantId: conversation.tenantId,
           channelId: conversation.channelId,
           mode: input.mode ?? "bot",
+          modeSince: input.mode === undefined ? run.startedAt : run.completedAt,
           flowState: "flowState" in input ? toJson(input.flowState) : null,
           nextTurn: messages.length,
-          livechatConversationId: null,
+          livechatConversationId: input.livechatConversationId ?? null,
           language: conversation.language ?? null,
           createdAt: run.startedAt,
           updatedAt: run.completedAt,
@@ -353,10 +377,13 @@ export function memoryStorage(): Storage {
     async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
       const { conversation, run, ticket } = input;
       const setsFlowState = input.claimed && "flowState" in input;
-      const setsMode = input.claimed && input.mode !== undefined;
+      const mode = input.claimed ? input.mode : undefined;
       return transaction(() => {
-        const row = conversations.get(conversation.id);
-        if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+        const before = conversations.get(conversation.id);
+        if (!before) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+        // The mode first, as the SQL stores do: only by the run holding the turn, only from the mode it read.
+        const row = mode && before.serving === ticket ? changeMode(before, mode) : before;
+        if (input.claimed && input.liveChatUserTurn !== undefined) relabelUserMessage(conversation.id, input.liveChatUserTurn);
         const count = input.messages.length;
         const served = row.serving === ticket;
         const updated: ConversationRow = {
@@ -369,7 +396,6 @@ export function memoryStorage(): Storage {
         // A run whose turn was taken over (its lease lapsed) stores its messages and outcome,
         // but no longer the conversation's state: the run holding the turn owns it.
         if (setsFlowState && served) updated.flowState = toJson(input.flowState);
-        if (setsMode && served) updated.mode = input.mode as ConversationMode;
         put(conversations, row.id, updated);
         const first = row.nextTurn;
         const stored = input.messages.map((message, i) => insertMessage(conversation.id, first + i, message));
@@ -394,6 +420,41 @@ export function memoryStorage(): Storage {
         if (updated.serving === ticket + 1 && updated.serving < updated.nextTicket) skipEndedTickets(conversation.id, updated.serving, input.claimUntil);
         return stored;
       });
+    },
+
+    async updateLiveChat(input: LiveChatUpdate) {
+      return transaction(() => {
+        const row = conversations.get(input.conversationId);
+        if (!row) return null;
+        const changed = changeMode(row, input.change);
+        if (changed === row) return null;
+        const count = input.messages.length;
+        const updated: ConversationRow = { ...changed, nextTurn: row.nextTurn + count };
+        put(conversations, row.id, updated);
+        const stored = input.messages.map((message, i) => insertMessage(row.id, row.nextTurn + i, message));
+        return { conversation: rowToConversation(updated), messages: stored };
+      });
+    },
+
+    async listLiveChatConversations(query: LiveChatQuery): Promise<ConversationRecord[]> {
+      open();
+      const modes = new Set<string>(query.modes);
+      return [...conversations.values()]
+        .filter((row) => row.tenantId === query.tenantId && modes.has(row.mode))
+        .sort((a, b) => (a.modeSince < b.modeSince ? -1 : a.modeSince > b.modeSince ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .slice(0, Math.max(0, query.limit))
+        .map(rowToConversation);
+    },
+
+    async listMessagesAfter(conversationId: string, afterTurn: number, limit: number): Promise<MessageRecord[]> {
+      open();
+      const stored = messages.get(conversationId);
+      if (!stored || limit <= 0) return [];
+      return [...stored.values()]
+        .filter((row) => row.turnIndex > afterTurn)
+        .sort((a, b) => a.turnIndex - b.turnIndex)
+        .slice(0, limit)
+        .map(rowToMessage);
     },
 
     async findRun(id: string): Promise<RunRecord | null> {
@@ -525,6 +586,7 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     clientId: channel.clientId,
     languages: JSON.stringify(channel.languages),
     livechatMessages: JSON.stringify(channel.livechatMessages),
+    livechatWaitTimeoutSeconds: channel.livechatWaitTimeoutSeconds ?? null,
     widget: JSON.stringify(channel.widget),
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
@@ -554,6 +616,7 @@ function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
   if (patch.signingSecretEncrypted !== undefined) row.signingSecretEncrypted = patch.signingSecretEncrypted;
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechatMessages = JSON.stringify(patch.livechatMessages);
+  if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechatWaitTimeoutSeconds = patch.livechatWaitTimeoutSeconds;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }
@@ -564,6 +627,7 @@ function rowToConversation(row: ConversationRow): ConversationRecord {
     tenantId: row.tenantId,
     channelId: row.channelId,
     mode: row.mode,
+    modeSince: row.modeSince,
     flowState: fromJson(row.flowState, undefined),
     nextTurn: row.nextTurn,
     livechatConversationId: row.livechatConversationId,

@@ -320,6 +320,7 @@ export type ChannelPatch = Partial<
     | "signingSecretEncrypted"
     | "languages"
     | "livechatMessages"
+    | "livechatWaitTimeoutSeconds"
     | "widget"
   >
 >;
