@@ -21,6 +21,8 @@ export type { LiveChatProvider, LiveChatConversation, LiveChatHandover, LiveChat
 export type { LiveChat, LiveChatState, TenantSignal } from "./livechat/live-chat.js";
 export type { AgentMessageInput } from "./livechat/schemas.js";
 export type { MessageView } from "./conversations/message-view.js";
+// Storage implementers: the feed of one process, and the limit every feed keeps.
+export { inProcessFeed, checkFeedMessage, MAX_FEED_MESSAGE_BYTES } from "./livechat/feed.js";
 export type { TokenEstimator } from "./conversations/tokens.js";
 export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
 // Clients of a channel: signing a request body, reading the SSE stream.

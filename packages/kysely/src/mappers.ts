@@ -30,6 +30,7 @@ export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> 
     languages: JSON.stringify(channel.languages),
     livechat_messages: JSON.stringify(channel.livechatMessages),
     widget: JSON.stringify(channel.widget),
+    livechat_wait_timeout_seconds: channel.livechatWaitTimeoutSeconds ?? null,
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -54,6 +55,7 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     languages: fromJson(row.languages, []),
     livechatMessages: fromJson(row.livechat_messages, {}),
     widget: fromJson(row.widget, {}),
+    livechatWaitTimeoutSeconds: row.livechat_wait_timeout_seconds === null ? null : Number(row.livechat_wait_timeout_seconds),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -80,6 +82,7 @@ export function rowToConversation(row: Selectable<ConversationsTable>): Conversa
     tenantId: row.tenant_id,
     channelId: row.channel_id,
     mode: row.mode as ConversationRecord["mode"],
+    modeSince: row.mode_since ?? row.created_at,
     flowState: fromJson(row.flow_state, undefined),
     nextTurn: Number(row.next_turn),
     livechatConversationId: row.livechat_conversation_id,

@@ -3,6 +3,7 @@ import { runTurns } from "./migration-0002-run-turns.js";
 import { auditEvents } from "./migration-0003-audit-events.js";
 import { conversationLanguage } from "./migration-0004-conversation-language.js";
 import { channelWidget } from "./migration-0005-channel-widget.js";
+import { liveChat } from "./migration-0006-live-chat.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -118,6 +119,7 @@ export const migrations: Record<string, Migration> = {
   "0003_audit_events": auditEvents,
   "0004_conversation_language": conversationLanguage,
   "0005_channel_widget": channelWidget,
+  "0006_live_chat": liveChat,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,9 +1,10 @@
-import { type CompiledQuery, Kysely, type PostgresCursor, PostgresDialect, type PostgresPoolClient, type PostgresQueryResult } from "kysely";
+import { type CompiledQuery, Kysely, sql, type PostgresCursor, PostgresDialect, type PostgresPoolClient, type PostgresQueryResult } from "kysely";
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { Database } from "./schema.js";
 import { pgDriver } from "./drivers.js";
 import { type Executor, runBody } from "./executor.js";
+import { FEED_CHANNEL, postgresFeed } from "./postgres-feed.js";
 import { KyselyStorage } from "./storage.js";
 
 /**
@@ -71,11 +72,14 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
   pool.on("error", () => undefined);
   const safe = guarded(pool);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: safe }) });
+  // The feed listens on a connection of its own, configured as the pool's.
+  const clientConfig = (pool as unknown as { options: pg.ClientConfig }).options;
   return new KyselyStorage(
     db,
     pgExecutor(safe, options.preparedStatements ?? true, async () => {
       if (owned) await db.destroy();
     }),
+    (exec) => postgresFeed(clientConfig, async (payload) => exec.rows(sql`select pg_notify(${FEED_CHANNEL}, ${payload})`.compile(db))),
   );
 }
 

@@ -8,7 +8,7 @@ function placeholderRow<Column extends string>(columns: readonly Column[], $: (i
 }
 
 /** Values of a new conversation's row, the first placeholders of the statements that insert one. */
-export const CONVERSATION_VALUES = 12;
+export const CONVERSATION_VALUES = 14;
 
 /** A new conversation's row: its {@link CONVERSATION_VALUES} values are the first placeholders of the statement. */
 function conversationRow($: (index: number) => never) {
@@ -19,13 +19,14 @@ function conversationRow($: (index: number) => never) {
     mode: $(3),
     flow_state: $(4),
     next_turn: $(5),
-    livechat_conversation_id: null,
+    livechat_conversation_id: $(13),
     created_at: $(6),
     updated_at: $(7),
     next_ticket: $(8),
     serving: $(9),
     lease_until: $(10),
     language: $(11),
+    mode_since: $(12),
   };
 }
 
@@ -124,10 +125,9 @@ export function requestPathQueries(db: Kysely<Database>) {
         .where("serving", "=", $(2))
         .returning("serving"),
     ),
-    // Keyed by which of flow state and mode the run sets: a value left out keeps the stored one.
-    finishTurn: new PreparedQueries((key: string) => {
-      const [setsFlowState, setsMode] = key.split(":").map((flag) => flag === "true");
-      return new PreparedQuery(5 + Number(setsFlowState) + Number(setsMode), ($) =>
+    // Keyed by whether the run sets the flow state: left out, the stored one is kept.
+    finishTurn: new PreparedQueries((setsFlowState: boolean) => {
+      return new PreparedQuery(5 + Number(setsFlowState), ($) =>
         db
           .updateTable("conversations")
           .set((eb) => ({
@@ -142,21 +142,56 @@ export function requestPathQueries(db: Kysely<Database>) {
             lease_until: eb.case().when("serving", "=", $(2)).then($(3)).else(eb.ref("lease_until")).end(),
             // A run whose turn was taken over (its lease lapsed) no longer sets the state.
             ...(setsFlowState ? { flow_state: eb.case().when("serving", "=", $(2)).then($(5)).else(eb.ref("flow_state")).end() } : {}),
-            ...(setsMode
-              ? {
-                  mode: eb
-                    .case()
-                    .when("serving", "=", $(2))
-                    .then($(setsFlowState ? 6 : 5))
-                    .else(eb.ref("mode"))
-                    .end(),
-                }
-              : {}),
           }))
           .where("id", "=", $(4))
           .returning(["next_turn", "serving", "next_ticket"]),
       );
     }),
+    // A run's change of mode: by the run still holding the turn, from the mode it read (a
+    // compare-and-set on the mode and the time it was entered). A given live-chat id replaces the stored one.
+    runModeChange: new PreparedQuery(8, ($) =>
+      db
+        .updateTable("conversations")
+        .set((eb) => ({
+          mode: $(0),
+          mode_since: $(1),
+          livechat_conversation_id: eb.fn.coalesce(eb.val($(2)), eb.ref("livechat_conversation_id")),
+          updated_at: $(3),
+        }))
+        .where("id", "=", $(4))
+        .where("serving", "=", $(5))
+        .where("mode", "=", $(6))
+        .where("mode_since", "=", $(7)),
+    ),
+    // A live-chat event: the mode change as above (no turn involved) and the turns of its messages.
+    liveChatChange: new PreparedQuery(8, ($) =>
+      db
+        .updateTable("conversations")
+        .set((eb) => ({
+          next_turn: eb("next_turn", "+", $(0)),
+          mode: $(1),
+          mode_since: $(2),
+          livechat_conversation_id: eb.fn.coalesce(eb.val($(3)), eb.ref("livechat_conversation_id")),
+          updated_at: $(4),
+        }))
+        .where("id", "=", $(5))
+        .where("mode", "=", $(6))
+        .where("mode_since", "=", $(7))
+        .returning(CONVERSATION_COLUMNS),
+    ),
+    // The user's message of a run that found a human with the conversation: theirs, not the flow's.
+    toLiveChatUser: new PreparedQuery(2, ($) =>
+      db.updateTable("messages").set({ origin: "livechat", sender: "user" }).where("conversation_id", "=", $(0)).where("turn_index", "=", $(1)),
+    ),
+    messagesAfter: new PreparedQuery(3, ($) =>
+      db
+        .selectFrom("messages")
+        .select(MESSAGE_COLUMNS)
+        .where("conversation_id", "=", $(0))
+        .where("turn_index", ">", $(1))
+        .orderBy("turn_index", "asc")
+        .limit($(2)),
+    ),
     endedTicket: new PreparedQuery(2, ($) =>
       db.selectFrom("runs").select("status").where("conversation_id", "=", $(0)).where("ticket", "=", $(1)).where("status", "<>", "running"),
     ),

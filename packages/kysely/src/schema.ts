@@ -13,6 +13,15 @@ export interface Database {
   messages: MessagesTable;
   runs: RunsTable;
   audit_events: AuditEventsTable;
+  /** SQLite only: the live feed between processes sharing the file (Postgres uses `NOTIFY`). */
+  live_feed: LiveFeedTable;
+}
+
+export interface LiveFeedTable {
+  id: Generated<number>;
+  topic: string;
+  message: string;
+  created_at: string;
 }
 
 interface TenantsTable {
@@ -42,6 +51,7 @@ export interface ChannelsTable {
   updated_at: string;
   /** JSON text, `{}` for a channel created before the widget settings existed. */
   widget: Generated<string>;
+  livechat_wait_timeout_seconds: number | null;
 }
 
 export interface ApiKeysTable {
@@ -71,6 +81,8 @@ export interface ConversationsTable {
   language: string | null;
   serving: Generated<number>;
   lease_until: string | null;
+  /** When the conversation entered its mode; null only for rows of a database older than it, read as `created_at`. */
+  mode_since: string | null;
 }
 
 export interface MessagesTable {
@@ -152,6 +164,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "created_at",
   "updated_at",
   "widget",
+  "livechat_wait_timeout_seconds",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(
@@ -168,6 +181,7 @@ export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(
   "serving",
   "lease_until",
   "language",
+  "mode_since",
 );
 
 export const MESSAGE_COLUMNS = everyColumn<MessagesTable>()(

@@ -78,6 +78,7 @@ function channelRecord(tenantId: string): ChannelRecord {
     clientId: null,
     languages: ["en_US", "fr_FR"],
     livechatMessages: { livechat_waiting: "Please wait" },
+    livechatWaitTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,
@@ -181,7 +182,14 @@ describe("migrate", () => {
     await other.migrate();
     expect(await other.findTenant(tenant.id)).toEqual(tenant);
     const { rows } = await sql<{ name: string }>`select name from channelkit_migration order by name`.execute(storage.db);
-    expect(rows.map((row) => row.name)).toEqual(["0001_initial", "0002_run_turns", "0003_audit_events", "0004_conversation_language", "0005_channel_widget"]);
+    expect(rows.map((row) => row.name)).toEqual([
+      "0001_initial",
+      "0002_run_turns",
+      "0003_audit_events",
+      "0004_conversation_language",
+      "0005_channel_widget",
+      "0006_live_chat",
+    ]);
   });
 
   it("0002 gives the conversations stored before it an idle queue: their next run claims at once", async () => {
@@ -194,7 +202,7 @@ describe("migrate", () => {
     const channel = channelRecord(tenant.id);
     const { channelToRow } = await import("./mappers.js");
     // The row as 0001 knew it: columns of later migrations left out.
-    const { widget: _widget, ...row0001 } = channelToRow(channel);
+    const { widget: _widget, livechat_wait_timeout_seconds: _timeout, ...row0001 } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();
     const conversationId = randomUUID();
     await db
@@ -219,6 +227,9 @@ describe("migrate", () => {
     await sql`create table channelkit_migration (name varchar(255) not null primary key, timestamp varchar(255) not null)`.execute(storage.db);
     await sql`insert into channelkit_migration (name, timestamp) values ('0001_initial', ${NOW})`.execute(storage.db);
     await storage.migrate();
+    // 0006: a conversation stored before it entered its mode when it was last written.
+    expect(await storage.findConversation(conversationId)).toMatchObject({ mode: "bot", modeSince: NOW });
+    expect((await storage.findChannel(channel.id))?.livechatWaitTimeoutSeconds).toBeNull();
     const run = runOn(channel, conversationId, "after the upgrade", ["ok"]);
     const ticket = await storage.beginRun(run.begin);
     expect(ticket.ticket).toBe(0);
@@ -633,7 +644,18 @@ describe("memoryStorage of core", () => {
             claimUntil: leaseUntil,
           };
           if (rand() < 0.5) input.flowState = pick([undefined, null, { step }, "s"]);
-          if (rand() < 0.3) input.mode = pick(["bot", "livechat_waiting"] as const);
+          if (rand() < 0.3) {
+            // From the mode stored (or, now and then, a stale one): the compare-and-set must agree too.
+            const current = await memory.findConversation(run.conversation.id);
+            const stale = rand() < 0.3;
+            input.mode = {
+              from: stale ? "livechat_active" : (current?.mode ?? "bot"),
+              since: current?.modeSince ?? now,
+              to: pick(["bot", "livechat_waiting"] as const),
+              at: now,
+              ...(rand() < 0.5 ? { livechatConversationId: `lc-${step}` } : {}),
+            };
+          }
           await both(`complete(${run.id}, ${claimed})`, (store) => store.completeRun(input));
         }
       }

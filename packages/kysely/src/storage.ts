@@ -10,6 +10,9 @@ import type {
   CompleteRunInput,
   ConversationRecord,
   KeyWithChannel,
+  LiveChatQuery,
+  LiveChatUpdate,
+  LiveFeed,
   MessageRecord,
   RunTicket,
   Storage,
@@ -34,7 +37,7 @@ import {
 } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
-import { type ChannelsTable, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
+import { type ChannelsTable, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
 
 /** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
 const LAPSED = "The run was abandoned: the instance running it stopped before it ended.";
@@ -48,19 +51,23 @@ export class KyselyStorage implements Storage {
   readonly db: Kysely<Database>;
   readonly #exec: Executor;
   readonly #queries: ReturnType<typeof requestPathQueries>;
+  /** The feed between the processes on this database: `NOTIFY` on Postgres, a table on SQLite; none on a Kysely of your own. */
+  readonly feed?: LiveFeed;
 
   /** @internal Use `sqlite()`, `postgres()` or `openStorage()`. */
-  constructor(db: Kysely<Database>, executor: Executor) {
+  constructor(db: Kysely<Database>, executor: Executor, feed?: (exec: Executor) => LiveFeed) {
     this.db = db;
     this.#exec = executor;
     this.#queries = requestPathQueries(db);
+    if (feed) this.feed = feed(executor);
   }
 
   migrate(): Promise<void> {
     return migrateToLatest(this.db);
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.feed?.close();
     return this.#exec.close();
   }
 
@@ -112,6 +119,8 @@ export class KyselyStorage implements Storage {
           0,
           input.leaseUntil,
           conversation.language ?? null,
+          run.startedAt,
+          null,
         ],
         [messageToRow(conversation.id, 0, userMessage)],
         runToRow(run, 0),
@@ -165,25 +174,24 @@ export class KyselyStorage implements Storage {
     const { conversation, messages, run, ticket } = input;
     const count = messages.length;
     const setsFlowState = input.claimed && "flowState" in input;
-    const setsMode = input.claimed && input.mode !== undefined;
+    const mode = input.claimed ? input.mode : undefined;
+    const liveChatUserTurn = input.claimed ? input.liveChatUserTurn : undefined;
     return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
-      // Moving the counters first takes the write lock (SQLite) or the row lock (Postgres)
-      // at once, so this run's turn indexes are a range nobody else can take.
+      // A mode change goes before the counters move: its guard is that the run still holds
+      // its turn. Like the counters, it takes the write lock (SQLite) or the row lock (Postgres).
+      if (mode) {
+        const since = mode.to === mode.from ? mode.since : mode.at;
+        yield* rowsOf(
+          queries.runModeChange.bind([mode.to, since, mode.livechatConversationId ?? null, mode.at, conversation.id, ticket, mode.from, mode.since]),
+        );
+      }
+      if (liveChatUserTurn !== undefined) yield* rowsOf(queries.toLiveChatUser.bind([conversation.id, liveChatUserTurn]));
+      // Moving the counters takes the write lock (SQLite) or the row lock (Postgres) at once
+      // when nothing above did, so this run's turn indexes are a range nobody else can take.
       const [row] = yield* rowsOf(
         queries.finishTurn
-          .get(`${setsFlowState}:${setsMode}`)
-          .bind(
-            finishTurnArgs(
-              count,
-              run.completedAt,
-              ticket,
-              input.claimUntil,
-              conversation.id,
-              setsFlowState,
-              input.flowState,
-              setsMode ? input.mode : undefined,
-            ),
-          ),
+          .get(setsFlowState)
+          .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState)),
       );
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
       const first = Number(row.next_turn) - count;
@@ -224,6 +232,8 @@ export class KyselyStorage implements Storage {
         1,
         null,
         conversation.language ?? null,
+        input.mode === undefined ? run.startedAt : run.completedAt,
+        input.livechatConversationId ?? null,
       ],
       messages.map((message, i) => messageToRow(conversation.id, i, message)),
       runToRow(run, 0),
@@ -246,6 +256,48 @@ export class KyselyStorage implements Storage {
       if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
       yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
     });
+  }
+
+  async updateLiveChat(input: LiveChatUpdate): Promise<{ conversation: ConversationRecord; messages: MessageRecord[] } | null> {
+    const queries = this.#queries;
+    const { change, conversationId, messages } = input;
+    const since = change.to === change.from ? change.since : change.at;
+    const count = messages.length;
+    return this.#exec.transaction(function* () {
+      const [row] = yield* rowsOf(
+        queries.liveChatChange.bind([count, change.to, since, change.livechatConversationId ?? null, change.at, conversationId, change.from, change.since]),
+      );
+      if (!row) return null;
+      const conversation = rowToConversation(row);
+      const first = conversation.nextTurn - count;
+      if (count > 0) {
+        const rows = messages.map((message, i) => messageToRow(conversationId, first + i, message));
+        yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
+      }
+      return { conversation, messages: messages.map((message, i) => storedMessage(conversationId, first + i, message)) };
+    });
+  }
+
+  async listLiveChatConversations(query: LiveChatQuery): Promise<ConversationRecord[]> {
+    if (query.modes.length === 0 || query.limit <= 0) return [];
+    const rows = await this.#exec.rows(
+      this.db
+        .selectFrom("conversations")
+        .select(CONVERSATION_COLUMNS)
+        .where("tenant_id", "=", query.tenantId)
+        .where("mode", "in", query.modes)
+        .orderBy("mode_since", "asc")
+        .orderBy("id", "asc")
+        .limit(query.limit)
+        .compile(),
+    );
+    return rows.map(rowToConversation);
+  }
+
+  async listMessagesAfter(conversationId: string, afterTurn: number, limit: number): Promise<MessageRecord[]> {
+    if (limit <= 0) return [];
+    const rows = await this.#exec.rows(this.#queries.messagesAfter.bind([conversationId, afterTurn, limit]));
+    return rows.map(rowToMessage);
   }
 
   async findRun(id: string) {
@@ -377,7 +429,7 @@ function* storeClaim(queries: Queries, input: BeginRunInput, ticket: number, tur
   return storedMessage(id, turn, input.userMessage);
 }
 
-/** The arguments of `finishTurn`: flow state and mode follow only when the run sets them. */
+/** The arguments of `finishTurn`: the flow state follows only when the run sets it. */
 function finishTurnArgs(
   count: number,
   completedAt: string,
@@ -386,11 +438,9 @@ function finishTurnArgs(
   conversationId: string,
   setsFlowState: boolean,
   flowState: unknown,
-  mode: string | undefined,
 ): unknown[] {
   const args: unknown[] = [count, completedAt, ticket, claimUntil, conversationId];
   if (setsFlowState) args.push(toJson(flowState));
-  if (mode !== undefined) args.push(mode);
   return args;
 }
 
@@ -432,6 +482,7 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.signingSecretEncrypted !== undefined) row.signing_secret_encrypted = patch.signingSecretEncrypted;
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechat_messages = JSON.stringify(patch.livechatMessages);
+  if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechat_wait_timeout_seconds = patch.livechatWaitTimeoutSeconds;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

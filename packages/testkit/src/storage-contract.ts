@@ -800,12 +800,16 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         // A run that read the conversation before the handover does not undo it.
         const late = c.run("late");
         const ticket = await storage.beginRun(late.begin(2, { isNew: false }));
-        await storage.completeRun(late.complete({ ticket: ticket.ticket, messages: [], seconds: 3, mode: { from: "bot", since: at(0), to: "bot", at: at(3) } }));
+        await storage.completeRun(
+          late.complete({ ticket: ticket.ticket, messages: [], seconds: 3, mode: { from: "bot", since: at(0), to: "bot", at: at(3) } }),
+        );
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1) });
         // One that read it as it is moves it, and keeps the live chat's id when given none.
         const next = c.run("next");
         const t2 = await storage.beginRun(next.begin(4, { isNew: false }));
-        await storage.completeRun(next.complete({ ticket: t2.ticket, messages: ["bot again"], seconds: 5, mode: { from: "livechat_waiting", since: at(1), to: "bot", at: at(5) } }));
+        await storage.completeRun(
+          next.complete({ ticket: t2.ticket, messages: ["bot again"], seconds: 5, mode: { from: "livechat_waiting", since: at(1), to: "bot", at: at(5) } }),
+        );
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "bot", modeSince: at(5), livechatConversationId: "lc-1" });
       });
 
@@ -820,7 +824,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.updateLiveChat({ conversationId: crypto.randomUUID(), change, messages: [] })).toBeNull();
         // Staying in a mode keeps the time it was entered.
         const stay = { from: "livechat_active", since: at(2), to: "livechat_active", at: at(3) } as const;
-        const sent = await storage.updateLiveChat({ conversationId: c.id, change: stay, messages: [agentMessage("Hi, I am Ann", "m1"), agentMessage("How can I help?", "m2")] });
+        const sent = await storage.updateLiveChat({
+          conversationId: c.id,
+          change: stay,
+          messages: [agentMessage("Hi, I am Ann", "m1"), agentMessage("How can I help?", "m2")],
+        });
         expect(sent?.messages.map((m) => [m.turnIndex, m.content, m.origin, m.sender, m.livechatMessageId])).toEqual([
           [2, "Hi, I am Ann", "livechat", "agent", "m1"],
           [3, "How can I help?", "livechat", "agent", "m2"],
@@ -857,7 +865,10 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         await storage.beginRun(idle.run("hi").begin(0));
         const listed = await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting", "livechat_active"], limit: 10 });
         expect(listed.map((c) => c.id)).toEqual([ids[1], ids[2], ids[3]]);
-        expect((await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting"], limit: 2 })).map((c) => c.id)).toEqual([ids[1], ids[2]]);
+        expect((await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting"], limit: 2 })).map((c) => c.id)).toEqual([
+          ids[1],
+          ids[2],
+        ]);
         expect(await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_active"], limit: 10 })).toEqual([]);
         expect(await storage.listLiveChatConversations({ tenantId: crypto.randomUUID(), modes: ["livechat_waiting"], limit: 10 })).toEqual([]);
       });
@@ -886,7 +897,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
 
       it("gives contiguous turn indexes to agent messages racing runs", async () => {
         const c = await handedOver();
-        await storage.updateLiveChat({ conversationId: c.id, change: { from: "livechat_waiting", since: at(1), to: "livechat_active", at: at(2) }, messages: [] });
+        await storage.updateLiveChat({
+          conversationId: c.id,
+          change: { from: "livechat_waiting", since: at(1), to: "livechat_active", at: at(2) },
+          messages: [],
+        });
         const runs = Array.from({ length: 10 }, (_, i) => c.run(`user ${i}`));
         const agents = Array.from({ length: 10 }, (_, i) =>
           storage.updateLiveChat({
@@ -898,11 +913,13 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const users = runs.map(async (run, i) => {
           const ticket = await storage.beginRun(run.begin(3 + i, { isNew: false }));
           let claimed = ticket.claimed;
-          for (let s = 0; !claimed; s++) {
+          while (!claimed) {
             await new Promise((resolve) => setTimeout(resolve, 2));
             claimed = await storage.claimTurn(run.claim(ticket.ticket, 3 + i));
           }
-          await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 4 + i, liveChatUserTurn: claimed.userMessage.turnIndex }));
+          await storage.completeRun(
+            run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 4 + i, liveChatUserTurn: claimed.userMessage.turnIndex }),
+          );
         });
         await Promise.all([...agents, ...users]);
         const messages = await storage.listRecentMessages(c.id, 100);

@@ -83,7 +83,10 @@ export class LiveChat {
     try {
       return await provider.available({ tenantId: channel.tenantId, channelId: channel.id, conversationId });
     } catch (error) {
-      this.#logger.warn(`channelkit: the live-chat provider "${provider.name}" failed to say whether an agent is available; the handover is unavailable`, error);
+      this.#logger.warn(
+        `channelkit: the live-chat provider "${provider.name}" failed to say whether an agent is available; the handover is unavailable`,
+        error,
+      );
       return false;
     }
   }
@@ -176,7 +179,8 @@ export class LiveChat {
     const moved = await this.#move(
       conversationId,
       options.tenantId,
-      (mode) => (withHuman(mode) ? { to: mode, runsFlow: false } : { refused: `a message from the human side needs a waiting or active live chat, not ${mode}` }),
+      (mode) =>
+        withHuman(mode) ? { to: mode, runsFlow: false } : { refused: `a message from the human side needs a waiting or active live chat, not ${mode}` },
       undefined,
       [message],
     );

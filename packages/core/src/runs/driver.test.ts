@@ -243,8 +243,6 @@ interface RunOptions {
   livechat?: LiveChat;
 }
 
-const takesHandovers = new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens });
-
 const shared = new RunLifecycle({ logger: silent, leaseMs: LEASE_MS });
 
 /** A run as `startRun` starts one: it takes its ticket (and its turn, if free), then the driver drives it. */
@@ -266,7 +264,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     ticket: ticket.ticket,
     claimed: ticket.claimed,
     begun: true,
-    livechat: options.livechat ?? takesHandovers,
+    livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens }),
     trigger: "message",
     claimedAtMs: arrivedMs,
     metadata: options.metadata ?? {},

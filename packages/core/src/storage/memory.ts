@@ -8,7 +8,6 @@ import type {
   ClaimedTurn,
   ClaimTurnInput,
   CompleteRunInput,
-  ConversationMode,
   ConversationRecord,
   KeyWithChannel,
   LiveChatQuery,

@@ -23,12 +23,14 @@ export async function feedRoute(request: RouteRequest, ctx: ServiceContext, auth
   // One signal at a time, in the order they came: each is read from the store.
   let reading: Promise<void> = Promise.resolve();
   const onSignal = (signal: TenantSignal) => {
-    reading = reading.then(() => eventOf(ctx, channels, signal)).then(
-      (event) => {
-        if (event) stream.push(sseEvent(event));
-      },
-      (error) => ctx.logger.warn("channelkit: the live-chat feed could not read a conversation", error),
-    );
+    reading = reading
+      .then(() => eventOf(ctx, channels, signal))
+      .then(
+        (event) => {
+          if (event) stream.push(sseEvent(event));
+        },
+        (error) => ctx.logger.warn("channelkit: the live-chat feed could not read a conversation", error),
+      );
   };
   unsubscribe = await ctx.livechat.subscribeTenant(caller.tenantId, onSignal);
   if (stream.ended) unsubscribe();
