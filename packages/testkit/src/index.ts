@@ -11,6 +11,7 @@ import { executeJsonTests } from "./execute-json.js";
 import { flowTests } from "./flows.js";
 import { Harness } from "./harness.js";
 import { historyTests } from "./history.js";
+import { liveChatTests } from "./livechat.js";
 import { signatureTests } from "./signature.js";
 import { streamTests } from "./stream.js";
 import { turnTests } from "./turns.js";
@@ -58,6 +59,7 @@ export function defineContractSuite(target: ContractTarget): void {
     adminTests(h);
     webhookTests(h);
     widgetTests(h);
+    liveChatTests(h);
 
     describe("with a small body limit", () => {
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });
