@@ -142,6 +142,7 @@ describe("channelkit channel create", () => {
       allowed_origins: [],
       default_stream: false,
       widget: {},
+      livechat: { status_messages: {}, wait_timeout_seconds: null },
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -407,6 +408,52 @@ describe("channelkit channel update --widget", () => {
     const badSetting = await cli(["channel", "update", created.id, "--widget", '{"theme":{"position":"top"}}', "--db", db]);
     expect(badSetting.code).toBe(1);
     expect(badSetting.error().error.code).toBe("validation_error");
+  });
+});
+
+describe("channelkit channel update --livechat", () => {
+  const db = tempDb();
+
+  it("sets the status messages and the wait timeout as the admin PATCH takes them; a bad value is refused", async () => {
+    const tenantId = await tenant(db);
+    const { channel: created } = await channel(db, tenantId);
+    const livechat = { status_messages: { livechat_waiting: "Hold on, an agent is coming." }, wait_timeout_seconds: 300 };
+    const set = await cli(["channel", "update", created.id, "--livechat", JSON.stringify(livechat), "--db", db]);
+    expect(set.code).toBe(0);
+    expect(set.json().channel.livechat).toEqual(livechat);
+    const unknown = await cli(["channel", "update", created.id, "--livechat", '{"timeout":3}', "--db", db]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err.join("\n")).toContain("--livechat takes status_messages and wait_timeout_seconds, not timeout");
+    const bad = await cli(["channel", "update", created.id, "--livechat", '{"wait_timeout_seconds":0}', "--db", db]);
+    expect(bad.code).toBe(1);
+    expect(bad.error().error.code).toBe("validation_error");
+  });
+});
+
+describe("channelkit serve --livechat", () => {
+  it("waits for an agent of the inbox by default; with off, a handover is unavailable and the bot keeps the conversation", async () => {
+    for (const [args, expected] of [
+      [[], { status: "pending", livechat_mode: "livechat_waiting", mode: "livechat_waiting" }],
+      [["--livechat", "off"], { status: "success", livechat_mode: null, mode: "livechat_unavailable" }],
+    ] as const) {
+      const db = tempDb();
+      const tenantId = await tenant(db);
+      const { api_key } = await channel(db, tenantId, "--flow", "handover");
+      const server = await startServe([...args, "--db", db, "--port", "0"], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+      const run = await fetch(`${server.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${api_key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ payload: "agent please" }),
+      }).then((response) => response.json() as Promise<any>);
+      expect([run.status, run.output.metadata.livechat_mode]).toEqual([expected.status, expected.livechat_mode]);
+      const history = await fetch(`${server.url}/public/v1/api/conversations/${run.conversation_id}/messages`, {
+        headers: { Authorization: `Bearer ${api_key}` },
+      }).then((response) => response.json() as Promise<any>);
+      expect(history.mode).toBe(expected.mode);
+    }
+    const bad = await cli(["serve", "--livechat", "zendesk", "--db", tempDb()]);
+    expect(bad.code).toBe(2);
+    expect(bad.err.join("\n")).toContain("--livechat takes one of inbox, off");
   });
 });
 

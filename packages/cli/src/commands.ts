@@ -54,11 +54,13 @@ async function openService(
   serving?: { turnLeaseMs?: number; adminDevMode: boolean; livechat: LiveChatChoice; plugins: ChannelPlugin[] },
 ): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
+  // One options object for the admin routes and the inbox: they verify the same tokens.
+  const admin = adminOptions(io.env, serving?.adminDevMode ?? false);
   return createChannelService({
     storage,
     turnLeaseMs: serving?.turnLeaseMs,
-    plugins: serving ? [adminApi(adminOptions(io.env, serving.adminDevMode)), ...serving.plugins] : [],
-    livechat: serving ? liveChatProvider(serving.livechat, io.env, serving.adminDevMode) : undefined,
+    plugins: serving ? [adminApi(admin), ...serving.plugins] : [],
+    livechat: serving ? liveChatProvider(serving.livechat, admin) : undefined,
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
@@ -72,8 +74,8 @@ type LiveChatChoice = "inbox" | "off";
  * The live-chat provider of `serve`: the inbox, whose agent routes take the admin routes'
  * tokens, unless `--livechat off` (a handover is then `livechat_unavailable`).
  */
-function liveChatProvider(choice: LiveChatChoice, env: NodeJS.ProcessEnv, adminDevMode: boolean): LiveChatProvider | undefined {
-  return choice === "inbox" ? liveChatInbox(adminOptions(env, adminDevMode)) : undefined;
+function liveChatProvider(choice: LiveChatChoice, admin: AdminAuthOptions): LiveChatProvider | undefined {
+  return choice === "inbox" ? liveChatInbox(admin) : undefined;
 }
 
 /** Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`. */

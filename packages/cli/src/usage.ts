@@ -15,6 +15,7 @@ export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
   serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000] [--admin-dev-mode]
+        [--livechat inbox|off]
   migrate
   tenant create --name NAME
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
@@ -23,7 +24,7 @@ Commands:
   channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
-                 [--languages en_US,fr_FR] [--widget JSON]
+                 [--languages en_US,fr_FR] [--widget JSON] [--livechat JSON]
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

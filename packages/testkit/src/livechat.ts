@@ -63,8 +63,8 @@ export function liveChatTests(h: Harness): void {
       expect(run.status).toBe("pending");
       expect(run.output.metadata.livechat_mode).toBe("livechat_waiting");
       const before = await readHistory(h, channel.key, conversationId);
-      expect(before).toMatchObject({ mode: "livechat_waiting", livechat_status_message: null });
-      expect(before.livechat_conversation_id).toMatch(UUID);
+      // The live chat gets its id when an agent accepts it (interface.md: the active or closed one).
+      expect(before).toMatchObject({ mode: "livechat_waiting", livechat_status_message: null, livechat_conversation_id: null });
       await h.update(channel, { livechatMessages: { livechat_waiting: "An agent will be with you shortly." } });
       expect((await readHistory(h, channel.key, conversationId)).livechat_status_message).toBe("An agent will be with you shortly.");
     });
@@ -97,6 +97,7 @@ export function liveChatTests(h: Harness): void {
 
       const accepted = await agent(h, channel, token, conversationId, "accept");
       expect(accepted.conversation).toMatchObject({ conversation_id: conversationId, mode: "livechat_active", expires_at: null });
+      expect(accepted.conversation.livechat_conversation_id).toMatch(UUID);
       const sent = await agent(h, channel, token, conversationId, "messages", { content: "Hi, I am Ann. How can I help?" });
       expect(sent.message).toMatchObject({
         origin: "livechat",

@@ -68,6 +68,9 @@ const MIN_SECRET_LENGTH = 32;
 /** Algorithms a JWKS key may sign with; never a symmetric one, so a public key can't be used as an HMAC secret. */
 const ASYMMETRIC = ["RS256", "ES256"];
 
+/** Options already warned about (see {@link adminAuthenticator}). */
+const warned = new WeakSet<AdminAuthOptions>();
+
 /** The key set could not be fetched: the service's problem, not the caller's. */
 class KeySetUnavailable extends Error {}
 
@@ -76,6 +79,9 @@ class KeySetUnavailable extends Error {}
  * Throws when the options are invalid, or when development mode is asked for in production.
  */
 export function adminAuthenticator(raw: AdminAuthOptions, production: boolean, logger: Logger) {
+  // The admin routes and the live-chat inbox may share one options object: warned once.
+  const warn = warned.has(raw) ? () => undefined : (message: string) => logger.warn(message);
+  warned.add(raw);
   const parsed = optionsSchema.safeParse(raw);
   if (!parsed.success) throw new Error(`channelkit: invalid admin options: ${parsed.error.issues.map((issue) => issue.message).join("; ")}`);
   const options = parsed.data;
@@ -85,10 +91,10 @@ export function adminAuthenticator(raw: AdminAuthOptions, production: boolean, l
   if (options.secret !== undefined && options.secret.length < MIN_SECRET_LENGTH) {
     const message = `the admin JWT secret is shorter than ${MIN_SECRET_LENGTH} characters, short enough to be guessed offline from one token (openssl rand -hex 32 makes a good one)`;
     if (production) throw new Error(`channelkit: ${message}.`);
-    logger.warn(`channelkit: WARNING: ${message}; refused in production.`);
+    warn(`channelkit: WARNING: ${message}; refused in production.`);
   }
   if (!options.secret && !options.jwksUrl && !options.development) {
-    logger.warn(
+    warn(
       "channelkit: the admin routes have no JWT secret, no JWKS URL and no development mode, so every admin request is refused (401); the channelkit command reads CHANNELKIT_ADMIN_JWT_SECRET or CHANNELKIT_ADMIN_JWKS_URL.",
     );
   }

@@ -114,7 +114,8 @@ export class LiveChat {
     if (change.to === "livechat_waiting" && provider?.handover) {
       this.#call("handover", async () => {
         const transcript = await this.#storage.listRecentMessages(conversationId, TRANSCRIPT_LENGTH);
-        await provider.handover?.({ ...about, livechatConversationId: change.livechatConversationId ?? null, transcript: transcript.map(messageView) });
+        const conversation = await this.#storage.findConversation(conversationId);
+        await provider.handover?.({ ...about, livechatConversationId: conversation?.livechatConversationId ?? null, transcript: transcript.map(messageView) });
       });
     }
   }
@@ -131,12 +132,13 @@ export class LiveChat {
   }
 
   /**
-   * An agent takes a waiting conversation (`livechat_active`), optionally under the
-   * provider's own id for the live chat. `tenantId` confines the call to one tenant's
-   * conversations (the inbox's agents); a provider serving every tenant omits it.
+   * An agent takes a waiting conversation (`livechat_active`): the live chat gets its id,
+   * the provider's own when it gives one, else a new UUID. `tenantId` confines the call to
+   * one tenant's conversations (the inbox's agents); a provider serving every tenant omits it.
    */
   async accept(conversationId: string, options: { tenantId?: string; livechatConversationId?: string } = {}): Promise<LiveChatState> {
-    return (await this.#moveBy(conversationId, options.tenantId, { type: "agent_joined" }, options.livechatConversationId)).state;
+    const id = options.livechatConversationId ?? crypto.randomUUID();
+    return (await this.#moveBy(conversationId, options.tenantId, { type: "agent_joined" }, id)).state;
   }
 
   /** The agent ends an active live chat (`livechat_closed`): the user's next message goes to the bot. */

@@ -6,7 +6,10 @@ export interface LiveChatConversation {
   tenantId: string;
   channelId: string;
   conversationId: string;
-  /** This live chat's id: channelkit's own from the handover, or the provider's once it gave one (`accept`). */
+  /**
+   * The live chat's id, set when an agent accepts (the provider's own when it gives one to
+   * `accept`, else a UUID): null before, or the previous live chat's while a new one waits.
+   */
   livechatConversationId: string | null;
 }
 

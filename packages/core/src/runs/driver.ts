@@ -144,10 +144,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     const messages = input.trigger === "start" ? outcome.produced : [turn.userMessage as NewMessage].concat(outcome.produced);
     const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
     if (transcript.flowState) whole.flowState = transcript.flowState.value;
-    if (change) {
-      whole.mode = change.to;
-      if (change.livechatConversationId) whole.livechatConversationId = change.livechatConversationId;
-    }
+    if (change) whole.mode = change.to;
     await storage.storeRun(whole);
     if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
     return outcome;
@@ -172,15 +169,14 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
 /**
  * How a run that ran the flow moves the conversation: a handover to waiting (or
  * unavailable when nobody can take it), an ended live chat back to the bot, else not at all.
+ * The live chat gets its id when an agent accepts it, not here (interface.md: the id of the
+ * active or closed live chat).
  */
 function modeChange(conversation: ConversationRecord, handedOver: boolean, available: boolean, at: string): ModeChange | undefined {
   const from = conversation.mode;
-  if (handedOver) {
-    const change: ModeChange = { from, since: conversation.modeSince, to: available ? "livechat_waiting" : "livechat_unavailable", at };
-    if (available) change.livechatConversationId = crypto.randomUUID();
-    return change;
-  }
-  return from === "bot" ? undefined : { from, since: conversation.modeSince, to: "bot", at };
+  const since = conversation.modeSince;
+  if (handedOver) return { from, since, to: available ? "livechat_waiting" : "livechat_unavailable", at };
+  return from === "bot" ? undefined : { from, since, to: "bot", at };
 }
 
 /**
