@@ -451,6 +451,22 @@ describe("channelkit serve --livechat", () => {
       }).then((response) => response.json() as Promise<any>);
       expect(history.mode).toBe(expected.mode);
     }
+    // A subscription never ends by itself: SIGTERM still stops the server at once, ending it.
+    const db = tempDb();
+    const { api_key } = await channel(db, await tenant(db), "--flow", "handover");
+    const server = await startServe(["--db", db, "--port", "0"], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+    const run = await fetch(`${server.url}/public/v1/api/execute`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${api_key}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ payload: "agent please" }),
+    }).then((response) => response.json() as Promise<any>);
+    const events = await fetch(`${server.url}/public/v1/api/conversations/${run.conversation_id}/events`, { headers: { Authorization: `Bearer ${api_key}` } });
+    const body = events.text();
+    const signalled = Date.now();
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(3000);
+    expect(await body).toContain('"mode":"livechat_waiting"');
     const bad = await cli(["serve", "--livechat", "zendesk", "--db", tempDb()]);
     expect(bad.code).toBe(2);
     expect(bad.err.join("\n")).toContain("--livechat takes one of inbox, off");

@@ -261,8 +261,11 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   io.out(`listening on ${server.url}`);
 
   const stop = async () => {
-    await server.close();
+    // The server stops accepting first; its connections end as the service stores the runs
+    // in flight (cancelled) and ends the live-chat subscriptions, which never end by themselves.
+    const closing = server.close();
     await service.close();
+    await closing;
     process.exit(0);
   };
   process.once("SIGINT", stop);

@@ -88,8 +88,10 @@ export interface ChannelService {
   /** Programmatic administration of tenants, channels, keys and signing secrets. */
   admin: ChannelAdmin;
   /**
-   * Aborts every run in flight (each is stored `cancelled`), waits until they are stored,
-   * then closes the storage. Stop accepting requests (close the HTTP server) first.
+   * Ends the live-chat subscriptions, aborts every run in flight (each is stored
+   * `cancelled`), waits until they are stored, then closes the storage. Stop accepting
+   * requests first (`server.close()`), without waiting for it: its open connections end as
+   * this ends what they stream.
    */
   close(): Promise<void>;
 }
@@ -172,6 +174,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
     async close() {
+      // Subscriptions never end by themselves: a server waiting for its connections would wait forever.
+      ctx.livechat.endStreams();
       await ctx.runs.close();
       await ctx.livechat.drain();
       // The storage closes its own feed; the in-process one holds only listeners.

@@ -16,7 +16,7 @@ export interface RunningServer {
   /** `http://host:port` of the listening socket. */
   url: string;
   port: number;
-  /** Stops accepting connections and ends idle keep-alive ones. */
+  /** Stops accepting connections and ends keep-alive ones as they go idle; resolves once every connection is closed. */
   close(): Promise<void>;
 }
 
@@ -36,7 +36,15 @@ export function serve(service: WebHandler, options: ServeOptions = {}): Promise<
         url: `http://${shown}:${port}`,
         close: () =>
           new Promise<void>((done, fail) => {
-            server.close((error) => (error ? fail(error) : done()));
+            // A keep-alive connection whose response ends after this (a stream the service
+            // ends as it closes) goes idle later: it is closed then, not after the
+            // keep-alive timeout.
+            const idle = setInterval(() => server.closeIdleConnections(), 50);
+            server.close((error) => {
+              clearInterval(idle);
+              if (error) fail(error);
+              else done();
+            });
             server.closeIdleConnections();
           }),
       });

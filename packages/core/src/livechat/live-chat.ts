@@ -2,6 +2,7 @@ import type { Logger } from "../context.js";
 import type { TokenEstimator } from "../conversations/tokens.js";
 import { type MessageView, messageView } from "../conversations/message-view.js";
 import { ServiceError } from "../http/errors.js";
+import { PushStream } from "../http/sse.js";
 import { isoTimestamp } from "../runs/timestamp.js";
 import type { ChannelRecord, ConversationMode, ConversationRecord, LiveFeed, MessageRecord, ModeChange, NewMessage, Storage } from "../storage/types.js";
 import { DEFAULT_WAIT_TIMEOUT_MS, type ModeEvent, type ModeTransition, modeAt, nextMode, withHuman } from "./modes.js";
@@ -52,8 +53,10 @@ export class LiveChat {
   readonly #storage: Storage;
   readonly #logger: Logger;
   readonly #estimateTokens: TokenEstimator;
-  /** Provider calls under way: `close()` waits for them. */
+  /** Provider calls under way: `drain()` waits for them. */
   readonly #calls = new Set<Promise<void>>();
+  /** Event streams open (subscriptions, the agents' feeds): `drain()` ends them. */
+  readonly #streams = new Set<PushStream>();
 
   constructor(options: { storage: Storage; feed: LiveFeed; provider: LiveChatProvider | null; logger: Logger; estimateTokens: TokenEstimator }) {
     this.provider = options.provider;
@@ -207,7 +210,25 @@ export class LiveChat {
     });
   }
 
-  /** Waits for the provider calls under way (the service's `close()`). */
+  /**
+   * An event stream that the service's `close()` ends, so that a server closing does not
+   * wait forever for subscriptions that never end by themselves. `onClose` runs once.
+   */
+  openStream(onClose: () => void): PushStream {
+    const stream: PushStream = new PushStream(() => {
+      this.#streams.delete(stream);
+      onClose();
+    });
+    this.#streams.add(stream);
+    return stream;
+  }
+
+  /** Ends the open event streams (the service's `close()`, first). */
+  endStreams(): void {
+    for (const stream of [...this.#streams]) stream.end();
+  }
+
+  /** Waits for the provider calls under way (the service's `close()`, once runs are stored). */
   async drain(): Promise<void> {
     while (this.#calls.size > 0) await Promise.allSettled([...this.#calls]);
   }

@@ -4,7 +4,7 @@ import type { ServiceContext } from "../context.js";
 import { messageView } from "../conversations/message-view.js";
 import { ServiceError } from "../http/errors.js";
 import type { IncomingRequest, Reply } from "../http/reply.js";
-import { PushStream, SSE_HEADERS, sseEvent } from "../http/sse.js";
+import { type PushStream, SSE_HEADERS, sseEvent } from "../http/sse.js";
 import type { ChannelRecord } from "../storage/types.js";
 import { liveChatView } from "./view.js";
 
@@ -27,7 +27,7 @@ export async function conversationEvents(request: IncomingRequest, conversationI
   const after = afterTurn(request) ?? conversation.nextTurn - 1;
 
   let unsubscribe: () => void = () => undefined;
-  const stream = new PushStream(() => unsubscribe());
+  const stream = ctx.livechat.openStream(() => unsubscribe());
   const watcher = new ConversationWatcher(ctx, channel, conversationId, after, stream);
   // Listening before the first read: nothing that happens in between is missed.
   const stop = await ctx.livechat.subscribe(conversationId, () => watcher.refresh());

@@ -1,7 +1,7 @@
 import { adminRequest, type AdminAuthenticate } from "../../admin/request.js";
 import type { ServiceContext } from "../../context.js";
 import { messageView } from "../../conversations/message-view.js";
-import { PushStream, SSE_HEADERS, sseEvent } from "../../http/sse.js";
+import { SSE_HEADERS, sseEvent } from "../../http/sse.js";
 import { toResponse } from "../../http/reply.js";
 import type { RouteRequest } from "../../plugins.js";
 import type { TenantSignal } from "../live-chat.js";
@@ -18,7 +18,7 @@ import { inboxConversationView } from "./views.js";
 export async function feedRoute(request: RouteRequest, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
   const { caller } = await adminRequest(request, ctx, authenticate);
   let unsubscribe: () => void = () => undefined;
-  const stream = new PushStream(() => unsubscribe());
+  const stream = ctx.livechat.openStream(() => unsubscribe());
   const channels = channelsOf(ctx);
   // One signal at a time, in the order they came: each is read from the store.
   let reading: Promise<void> = Promise.resolve();
