@@ -17,6 +17,8 @@ export type { AdminAuthOptions } from "./auth/admin-token.js";
 export type { WidgetSettings, WidgetStrings } from "./channels/widget/settings.js";
 // Live chat: the built-in agent inbox, the provider interface for your own, the feed between instances.
 export { liveChatInbox } from "./livechat/inbox/plugin.js";
+export { liveChatWebhookBridge, type LiveChatWebhookBridgeOptions } from "./livechat/bridge/plugin.js";
+export type { RetryPolicy } from "./livechat/bridge/deliveries.js";
 export type { LiveChatProvider, LiveChatConversation, LiveChatHandover, LiveChatUserMessage } from "./livechat/provider.js";
 export type { LiveChat, LiveChatState, TenantSignal } from "./livechat/live-chat.js";
 export type { AgentMessageInput } from "./livechat/schemas.js";

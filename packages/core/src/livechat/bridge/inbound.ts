@@ -1,0 +1,37 @@
+import { verifySignature } from "../../auth/signature.js";
+import type { ServiceContext } from "../../context.js";
+import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
+import { jsonResponse } from "../../http/respond.js";
+import { validate } from "../../http/validate.js";
+import type { RouteRequest } from "../../plugins.js";
+import { liveChatView } from "../view.js";
+import { BRIDGE_SIGNATURE_HEADER } from "./deliveries.js";
+import { bridgeEventSchema } from "./schemas.js";
+
+/**
+ * `POST /api/v1/livechat/bridge/events`: the human side's events, signed with the bridge's
+ * secret over the raw body (checked before the JSON is read, as on execute). Answers the
+ * conversation's live chat as it is now, or `{ message }` for a message.
+ */
+export async function bridgeEventRoute(request: RouteRequest, ctx: ServiceContext, secret: string): Promise<Response> {
+  const raw = await readRawBody(request, ctx.maxBodyBytes);
+  await verifySignature(request.headers.get(BRIDGE_SIGNATURE_HEADER), secret, raw);
+  requireJsonContentType(request);
+  const event = validate(bridgeEventSchema, parseJson(raw));
+  const id = event.conversation_id;
+  switch (event.type) {
+    case "agent_joined": {
+      const options = event.livechat_conversation_id === undefined ? {} : { livechatConversationId: event.livechat_conversation_id };
+      return jsonResponse({ conversation_id: id, ...liveChatView(await ctx.livechat.accept(id, options)) });
+    }
+    case "agent_message": {
+      const { content, sender, id: messageId } = event.message;
+      const message = await ctx.livechat.send(id, { content, sender, ...(messageId === undefined ? {} : { livechat_message_id: messageId }) });
+      return jsonResponse({ message });
+    }
+    case "closed":
+      return jsonResponse({ conversation_id: id, ...liveChatView(await ctx.livechat.close(id)) });
+    case "unavailable":
+      return jsonResponse({ conversation_id: id, ...liveChatView(await ctx.livechat.unavailable(id)) });
+  }
+}
