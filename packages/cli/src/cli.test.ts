@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { randomBytes, randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -469,7 +471,43 @@ describe("channelkit serve --livechat", () => {
     expect(await body).toContain('"mode":"livechat_waiting"');
     const bad = await cli(["serve", "--livechat", "zendesk", "--db", tempDb()]);
     expect(bad.code).toBe(2);
-    expect(bad.err.join("\n")).toContain("--livechat takes one of inbox, off");
+    expect(bad.err.join("\n")).toContain("--livechat takes one of inbox, bridge, off");
+    // The bridge: a handover reaches the help desk's receiver, signed.
+    const received: { type: string; signature: string }[] = [];
+    const desk = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        received.push({ type: JSON.parse(body).type, signature: String(request.headers["x-channelkit-signature"]) });
+        response.end();
+      });
+    });
+    await new Promise<void>((resolve) => desk.listen(0, "127.0.0.1", resolve));
+    try {
+      const bridged = tempDb();
+      const { api_key: bridgedKey } = await channel(bridged, await tenant(bridged), "--flow", "handover");
+      const deskUrl = `http://127.0.0.1:${(desk.address() as AddressInfo).port}/events`;
+      const bridge = await startServe(["--livechat", "bridge", "--db", bridged, "--port", "0"], {
+        CHANNELKIT_SECRET_KEY: MASTER_KEY,
+        CHANNELKIT_LIVECHAT_BRIDGE_URL: deskUrl,
+        CHANNELKIT_LIVECHAT_BRIDGE_SECRET: "desk-secret-0123456789",
+      });
+      await fetch(`${bridge.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${bridgedKey}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ payload: "agent please" }),
+      });
+      for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(received).toEqual([{ type: "handover", signature: expect.stringMatching(/^t=\d+,v1=[0-9a-f]{64}$/) }]);
+    } finally {
+      desk.closeAllConnections();
+      desk.close();
+    }
+    const unset = await cli(["serve", "--livechat", "bridge", "--db", tempDb()], { CHANNELKIT_LIVECHAT_BRIDGE_URL: undefined });
+    expect(unset.code).toBe(2);
+    expect(unset.err.join("\n")).toContain("--livechat bridge needs CHANNELKIT_LIVECHAT_BRIDGE_URL and CHANNELKIT_LIVECHAT_BRIDGE_SECRET");
   });
 });
 

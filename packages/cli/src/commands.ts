@@ -7,6 +7,7 @@ import {
   createChannelService,
   type LiveChatProvider,
   liveChatInbox,
+  liveChatWebhookBridge,
 } from "@channelkit/core";
 import { widgetAsset } from "@channelkit/widget/plugin";
 import { demoFlows } from "@channelkit/core/demo";
@@ -60,22 +61,29 @@ async function openService(
     storage,
     turnLeaseMs: serving?.turnLeaseMs,
     plugins: serving ? [adminApi(admin), ...serving.plugins] : [],
-    livechat: serving ? liveChatProvider(serving.livechat, admin) : undefined,
+    livechat: serving ? liveChatProvider(serving.livechat, admin, io.env) : undefined,
     flows: demoFlows,
     secretKey: io.env.CHANNELKIT_SECRET_KEY,
     logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
   });
 }
 
-/** Where `serve` sends handovers: the inbox (the default), or nowhere. */
-type LiveChatChoice = "inbox" | "off";
+/** Where `serve` sends handovers: the inbox (the default), a help desk through the webhook bridge, or nowhere. */
+type LiveChatChoice = "inbox" | "bridge" | "off";
 
 /**
  * The live-chat provider of `serve`: the inbox, whose agent routes take the admin routes'
- * tokens, unless `--livechat off` (a handover is then `livechat_unavailable`).
+ * tokens; the webhook bridge to `CHANNELKIT_LIVECHAT_BRIDGE_URL`, signed with
+ * `CHANNELKIT_LIVECHAT_BRIDGE_SECRET`; or none with `off` (a handover is then
+ * `livechat_unavailable`).
  */
-function liveChatProvider(choice: LiveChatChoice, admin: AdminAuthOptions): LiveChatProvider | undefined {
-  return choice === "inbox" ? liveChatInbox(admin) : undefined;
+function liveChatProvider(choice: LiveChatChoice, admin: AdminAuthOptions, env: NodeJS.ProcessEnv): LiveChatProvider | undefined {
+  if (choice === "inbox") return liveChatInbox(admin);
+  if (choice === "off") return undefined;
+  const url = env.CHANNELKIT_LIVECHAT_BRIDGE_URL;
+  const secret = env.CHANNELKIT_LIVECHAT_BRIDGE_SECRET;
+  if (!url || !secret) throw new UsageError("--livechat bridge needs CHANNELKIT_LIVECHAT_BRIDGE_URL and CHANNELKIT_LIVECHAT_BRIDGE_SECRET");
+  return liveChatWebhookBridge({ url, secret });
 }
 
 /** Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`. */
@@ -241,7 +249,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "admin-dev-mode": { type: "boolean" },
     livechat: { type: "string" },
   });
-  const livechat = oneOf("livechat", values.livechat, ["inbox", "off"] as const) ?? "inbox";
+  const livechat = oneOf("livechat", values.livechat, ["inbox", "bridge", "off"] as const) ?? "inbox";
   const rawPort = values.port ?? io.env.PORT ?? "3000";
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);

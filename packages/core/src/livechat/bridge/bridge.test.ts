@@ -1,6 +1,6 @@
-import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import Stripe from "stripe";
 import { afterEach, describe, expect, it } from "vitest";
 import { signRequestBody } from "../../auth/signature.js";
 import { demoFlows } from "../../flows/demo.js";
@@ -9,6 +9,7 @@ import { memoryStorage } from "../../storage/memory.js";
 import { type LiveChatWebhookBridgeOptions, liveChatWebhookBridge } from "./plugin.js";
 
 const SECRET = "bridge-secret-0123456789abcdef";
+const stripe = new Stripe("sk_test_x");
 
 /** An event the receiver got, with whether its signature verified. */
 interface Received {
@@ -33,11 +34,14 @@ async function receiver(statuses: number[] = [], port = 0) {
       body += chunk;
     });
     request.on("end", () => {
-      // Verified as a receiver in another language would: HMAC-SHA256 of "<t>.<body>".
+      // Verified by stripe-node, as a receiver would verify it, over the raw body.
       const header = String(request.headers["x-channelkit-signature"] ?? "");
-      const t = /t=(\d+)/.exec(header)?.[1] ?? "";
-      const v1 = /v1=([0-9a-f]+)/.exec(header)?.[1] ?? "";
-      const signed = v1 === createHmac("sha256", SECRET).update(`${t}.${body}`).digest("hex") && Math.abs(Date.now() / 1000 - Number(t)) < 300;
+      let signed = true;
+      try {
+        stripe.webhooks.constructEvent(body, header, SECRET);
+      } catch {
+        signed = false;
+      }
       received.push({ event: JSON.parse(body), signed });
       const status = answers.shift() ?? 200;
       response.writeHead(status, status === 429 ? { "retry-after": "0" } : {}).end();
@@ -87,7 +91,7 @@ async function served(options: Omit<LiveChatWebhookBridgeOptions, "secret">) {
   };
   const cancel = (id: string) =>
     fetch(`${base}/public/v1/api/conversations/${id}/livechat/cancel`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
-  return { execute, history, inbound, cancel, warnings };
+  return { base, execute, history, inbound, cancel, warnings };
 }
 
 /** A minimal node:http adapter, so that the inbound route is called over real HTTP. */
@@ -204,22 +208,34 @@ describe("the live-chat webhook bridge: inbound", () => {
 
   it("refuses what is not signed with the secret, what is malformed, and what does not apply", async () => {
     const desk = await receiver();
-    const { execute, inbound } = await served({ url: desk.url });
+    const { base, execute, inbound } = await served({ url: desk.url });
     const { conversation_id: id } = await execute("help");
     const event = { type: "closed", conversation_id: id };
     const code = async (response: Response) => [response.status, ((await response.json()) as { error: { code: string } }).error.code];
     expect(await code(await inbound(event, false))).toEqual([401, "signature_required"]);
     expect(await code(await inbound(event, "another-secret-0123456789"))).toEqual([401, "invalid_signature"]);
     expect(await code(await inbound(event, true, Math.floor(Date.now() / 1000) - 301))).toEqual([401, "signature_expired"]);
+    // A receiver that signs with stripe-node is understood.
+    const stripeSigned = await fetch(`${base}/api/v1/livechat/bridge/events`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-channelkit-signature": stripe.webhooks.generateTestHeaderString({
+          payload: JSON.stringify({ type: "unavailable", conversation_id: id }),
+          secret: SECRET,
+        }),
+      },
+      body: JSON.stringify({ type: "unavailable", conversation_id: id }),
+    });
+    expect(await stripeSigned.json()).toMatchObject({ conversation_id: id, mode: "livechat_unavailable" });
     expect(await code(await inbound("{not json"))).toEqual([422, "validation_error"]);
     expect(await code(await inbound({ type: "agent_left", conversation_id: id }))).toEqual([422, "validation_error"]);
     expect(await code(await inbound({ type: "closed", conversation_id: id, extra: 1 }))).toEqual([422, "validation_error"]);
     expect(await code(await inbound({ type: "agent_message", conversation_id: id, message: { content: "" } }))).toEqual([422, "validation_error"]);
     expect(await code(await inbound({ type: "closed", conversation_id: crypto.randomUUID() }))).toEqual([404, "conversation_not_found"]);
-    // Closing needs an active live chat; this one waits.
-    expect(await code(await inbound(event))).toEqual([409, "livechat_conflict"]);
-    expect((await inbound({ type: "unavailable", conversation_id: id })).status).toBe(200);
+    // Nobody will take it now: an agent can no longer join, nor close.
     expect(await code(await inbound({ type: "agent_joined", conversation_id: id }))).toEqual([409, "livechat_conflict"]);
+    expect(await code(await inbound(event))).toEqual([409, "livechat_conflict"]);
   });
 
   it("refuses bad options at creation, naming them", () => {
