@@ -128,7 +128,8 @@ export function widgetTests(h: Harness): void {
           locale: "en_US",
           languages: ["en_US", "fr_FR"],
           theme: { primary_color: expect.stringMatching(/^#[0-9a-f]{6}$/i), position: "bottom-right", color_scheme: "auto" },
-          features: { suggestions: true, history: true, livechat: false },
+          // The suite's targets mount the agent inbox: live chat is on by default.
+          features: { suggestions: true, history: true, livechat: true },
           default_stream: false,
         });
         for (const field of ["title", "subtitle", "greeting", "placeholder", "send", "retry"]) expect(config.strings[field]).toEqual(expect.any(String));
@@ -140,7 +141,16 @@ export function widgetTests(h: Harness): void {
           "network",
           "origin_not_allowed",
         ]);
-        expect(Object.keys(config.strings.livechat)).toHaveLength(6);
+        expect(Object.keys(config.strings.livechat).sort()).toEqual([
+          "agent",
+          "leave",
+          "livechat_active",
+          "livechat_cancelled",
+          "livechat_closed",
+          "livechat_expired",
+          "livechat_unavailable",
+          "livechat_waiting",
+        ]);
       });
 
       it("the requested locale, else the best match of Accept-Language, else the channel's first language", async () => {
@@ -164,7 +174,7 @@ export function widgetTests(h: Harness): void {
         const widget = {
           strings: { fr_FR: { title: "Aide", suggestions: ["Où est ma commande ?"], errors: { network: "Réseau perdu" } } },
           theme: { primary_color: "#0f766e", position: "bottom-left" },
-          features: { history: false },
+          features: { history: false, livechat: false },
         };
         const patched = await adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant: channel.tenantId, token, body: { widget } });
         expect(patched.channel.widget).toEqual(widget);

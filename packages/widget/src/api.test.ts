@@ -60,8 +60,14 @@ describe("requests", () => {
   it("reads the history: null for a conversation the service does not know (404 { detail })", async () => {
     answer(Response.json({ detail: "No conversation found" }, { status: 404 }));
     expect(await loadHistory(connection, "0b8e3c1e-6a52-4a8e-9f43-5d2f0c7e9a11", signal)).toBeNull();
-    const requests = answer(Response.json({ messages: [{ role: "user", content: "Hi" }] }));
-    expect(await loadHistory(connection, "0b8e3c1e-6a52-4a8e-9f43-5d2f0c7e9a11", signal)).toEqual([{ role: "user", content: "Hi" }]);
+    const requests = answer(
+      Response.json({ messages: [{ role: "user", content: "Hi", turn_index: 4 }], mode: "livechat_active", livechat_status_message: "With Ann" }),
+    );
+    expect(await loadHistory(connection, "0b8e3c1e-6a52-4a8e-9f43-5d2f0c7e9a11", signal)).toEqual({
+      messages: [{ role: "user", content: "Hi" }],
+      lastTurn: 4,
+      livechat: { mode: "livechat_active", statusMessage: "With Ann" },
+    });
     expect(requests[0]?.url).toBe("https://chat.example/public/v1/api/conversations/0b8e3c1e-6a52-4a8e-9f43-5d2f0c7e9a11/messages?limit=50");
   });
 });
@@ -82,5 +88,17 @@ describe("historyMessages", () => {
       { role: "assistant", content: "Echo: Hi" },
     ]);
     expect(historyMessages(undefined)).toEqual([]);
+    // The human side of a live chat is kept with its sender; the user's messages to it are the user's.
+    expect(
+      historyMessages([
+        { role: "assistant", content: "Hi, I am Ann", origin: "livechat", sender: "agent" },
+        { role: "system", content: "Transferred", origin: "livechat", sender: "system" },
+        { role: "user", content: "Thanks", origin: "livechat", sender: "user" },
+      ]),
+    ).toEqual([
+      { role: "assistant", content: "Hi, I am Ann", sender: "agent" },
+      { role: "assistant", content: "Transferred", sender: "system" },
+      { role: "user", content: "Thanks" },
+    ]);
   });
 });

@@ -12,6 +12,8 @@ export interface Connection {
 export interface HistoryMessage {
   role: "user" | "assistant";
   content: string;
+  /** Set for a message of the human side of a live chat: `agent`, `supervisor`, `bot` or `system`. */
+  sender?: string;
 }
 
 /** The failure a non-2xx answer stands for, from its `{ error: { code } }` envelope. */
@@ -60,26 +62,72 @@ export async function startChat(
   return response.body;
 }
 
+/** `POST …/livechat/cancel`: the user leaves the queue or ends the live chat; the mode it is in now. */
+export async function cancelLiveChat(connection: Connection, conversationId: string, signal: AbortSignal): Promise<LiveChatMode> {
+  const response = await call(connection, `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/livechat/cancel`, { method: "POST" }, signal);
+  if (!response.ok) throw await failureOf(response);
+  return liveChatMode(await response.json());
+}
+
+/** A conversation's live-chat mode and the channel's status message for it. */
+export interface LiveChatMode {
+  mode: string;
+  statusMessage: string | null;
+}
+
+/** The mode of a history answer, a subscription's `mode` event or a cancel's answer. */
+export function liveChatMode(body: unknown): LiveChatMode {
+  const value = (typeof body === "object" && body !== null ? body : {}) as { mode?: unknown; livechat_status_message?: unknown };
+  return {
+    mode: typeof value.mode === "string" ? value.mode : "bot",
+    statusMessage: typeof value.livechat_status_message === "string" ? value.livechat_status_message : null,
+  };
+}
+
 /**
  * The user and assistant messages of a conversation, oldest first; `null` when the service
  * no longer knows it (the history route's 404, in its own `{ detail }` format).
  */
-export async function loadHistory(connection: Connection, conversationId: string, signal: AbortSignal): Promise<HistoryMessage[] | null> {
+export async function loadHistory(
+  connection: Connection,
+  conversationId: string,
+  signal: AbortSignal,
+): Promise<{ messages: HistoryMessage[]; lastTurn: number; livechat: LiveChatMode } | null> {
   const path = `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/messages?limit=50`;
   const response = await call(connection, path, {}, signal);
   if (response.status === 404) return null;
   if (!response.ok) throw await failureOf(response);
   const body = (await response.json()) as { messages?: unknown };
-  return historyMessages(body.messages);
+  const turns = Array.isArray(body.messages)
+    ? body.messages.map((entry: { turn_index?: unknown } | null) => Number(entry?.turn_index)).filter(Number.isFinite)
+    : [];
+  return { messages: historyMessages(body.messages), lastTurn: turns.length > 0 ? Math.max(...turns) : -1, livechat: liveChatMode(body) };
 }
 
-/** The entries of a history answer the widget shows: user and assistant texts. */
+/** `GET …/events`: the conversation's live-chat events after `afterTurn` (from now when null), as an SSE body. */
+export async function openLiveChat(
+  connection: Connection,
+  conversationId: string,
+  afterTurn: number | null,
+  signal: AbortSignal,
+): Promise<ReadableStream<Uint8Array>> {
+  const query = afterTurn === null ? "" : `?after=${afterTurn}`;
+  const response = await call(connection, `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/events${query}`, {}, signal);
+  if (!response.ok) throw await failureOf(response);
+  if (!response.body) throw new WidgetRequestError(0, "network");
+  return response.body;
+}
+
+/** The entries of a history answer the widget shows: user and assistant texts, the human side's marked with its sender. */
 export function historyMessages(messages: unknown): HistoryMessage[] {
   if (!Array.isArray(messages)) return [];
-  return messages.flatMap((entry: { role?: unknown; content?: unknown } | null) => {
+  return messages.flatMap((entry: { role?: unknown; content?: unknown; origin?: unknown; sender?: unknown } | null) => {
     const role = entry?.role;
     const content = entry?.content;
-    if ((role !== "user" && role !== "assistant") || typeof content !== "string" || content === "") return [];
+    if (typeof content !== "string" || content === "") return [];
+    const human = entry?.origin === "livechat" && typeof entry.sender === "string" && entry.sender !== "user" ? entry.sender : null;
+    if (human) return [{ role: "assistant" as const, content, sender: human }];
+    if (role !== "user" && role !== "assistant") return [];
     return [{ role, content }];
   });
 }

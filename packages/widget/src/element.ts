@@ -1,13 +1,14 @@
-import { type Connection, loadConfig, loadHistory, startChat } from "./api.js";
+import { type Connection, cancelLiveChat, type LiveChatMode, loadConfig, loadHistory, startChat } from "./api.js";
 import { FALLBACK_STRINGS, resolveConfig } from "./config.js";
 import { resolveEndpoint } from "./endpoint.js";
 import { asRequestError, errorView, WidgetRequestError } from "./errors.js";
 import { conversationStorageKey, pageStorage, readConversation, writeConversation } from "./storage.js";
+import { followLiveChat } from "./livechat.js";
 import { readReply } from "./stream.js";
 import { STYLES } from "./styles.js";
 import { textOn } from "./theme.js";
 import type { WidgetConfig, WidgetStrings } from "./types.js";
-import { applyStrings, createView, messageBubble, renderSuggestions, type View } from "./view.js";
+import { applyStrings, createView, liveChatBubble, messageBubble, renderSuggestions, type View } from "./view.js";
 
 // Importing the module where there is no DOM (server rendering, Node) must not throw;
 // only defining the element needs one.
@@ -38,6 +39,12 @@ export class ChannelkitChat extends Base {
   #retry: (() => void) | null = null;
   /** User and assistant messages shown, the greeting aside. */
   #messages = 0;
+  /** Stops following the conversation's live chat. */
+  #following: AbortController | null = null;
+  /** The conversation followed, and the turns of the human side's messages already shown. */
+  #followed: string | null = null;
+  readonly #shownTurns = new Set<number>();
+  #mode = "bot";
 
   /** The conversation the next message continues, once the service has given one. */
   get conversationId(): string | null {
@@ -54,6 +61,7 @@ export class ChannelkitChat extends Base {
   disconnectedCallback(): void {
     this.#session?.abort();
     this.#session = null;
+    this.#unfollow();
     this.#setBusy(false);
   }
 
@@ -121,6 +129,7 @@ export class ChannelkitChat extends Base {
       const button = (event.target as Element).closest("button");
       if (button) this.#submit(button.textContent ?? "");
     });
+    view.leave.addEventListener("click", () => void this.#leave());
     view.retry.addEventListener("click", () => {
       const retry = this.#retry;
       this.#clearError();
@@ -186,6 +195,8 @@ export class ChannelkitChat extends Base {
     this.#config = null;
     this.#conversationId = null;
     this.#messages = 0;
+    this.#unfollow();
+    this.#showMode({ mode: "bot", statusMessage: null });
     this.#clearError();
     this.#setBusy(false);
     this.removeAttribute("ready");
@@ -229,7 +240,12 @@ export class ChannelkitChat extends Base {
       return;
     }
     this.#conversationId = stored;
-    for (const message of messages) this.#append(message.role, message.content);
+    for (const message of messages.messages) {
+      if (message.sender) this.#appendLiveChat(message.sender, message.content);
+      else this.#append(message.role, message.content);
+    }
+    this.#showMode(messages.livechat);
+    this.#watch(connection, stored, messages.lastTurn);
   }
 
   #submit(text: string): void {
@@ -287,6 +303,78 @@ export class ChannelkitChat extends Base {
   #remember(connection: Connection, conversationId: string | null): void {
     this.#conversationId = conversationId;
     writeConversation(pageStorage(), conversationStorageKey(connection.endpoint, connection.key), conversationId);
+    if (conversationId === null) this.#unfollow();
+    // A new conversation is followed from now: a handover during this very run shows at once.
+    else if (this.#followed !== conversationId) this.#watch(connection, conversationId, null);
+  }
+
+  /** Follows the conversation's live chat (when the channel offers it): the human side's messages and the mode, live. */
+  #watch(connection: Connection, conversationId: string, afterTurn: number | null): void {
+    if (!this.#config?.features.livechat || this.#followed === conversationId) return;
+    this.#unfollow();
+    const following = new AbortController();
+    this.#following = following;
+    this.#followed = conversationId;
+    void followLiveChat(
+      connection,
+      conversationId,
+      afterTurn,
+      {
+        mode: (mode) => this.#showMode(mode),
+        message: ({ turn, sender, content }) => {
+          if (this.#shownTurns.has(turn)) return;
+          this.#shownTurns.add(turn);
+          this.#follow(() => this.#appendLiveChat(sender, content));
+          this.#announce(content);
+        },
+      },
+      following.signal,
+    );
+  }
+
+  #unfollow(): void {
+    this.#following?.abort();
+    this.#following = null;
+    this.#followed = null;
+    this.#shownTurns.clear();
+  }
+
+  /** The live chat's bar: the status of its mode (the channel's message, else the widget's text), hidden in bot mode. */
+  #showMode({ mode, statusMessage }: LiveChatMode): void {
+    const view = this.#view;
+    if (!view) return;
+    this.#mode = mode;
+    const text = statusMessage ?? this.#strings.livechat[mode] ?? "";
+    view.livechat.hidden = mode === "bot" || text === "";
+    view.livechatStatus.textContent = text;
+    view.leave.hidden = mode !== "livechat_waiting" && mode !== "livechat_active";
+    if (mode === "bot") delete view.root.dataset.livechat;
+    else view.root.dataset.livechat = mode;
+  }
+
+  /** Leaves the queue or ends the live chat. */
+  async #leave(): Promise<void> {
+    const connection = this.#connection();
+    const conversation = this.#conversationId;
+    const signal = this.#session?.signal;
+    if (!connection || conversation === null || !signal || (this.#mode !== "livechat_waiting" && this.#mode !== "livechat_active")) return;
+    this.#clearError();
+    try {
+      this.#showMode(await cancelLiveChat(connection, conversation, signal));
+    } catch (error) {
+      if (signal.aborted) return;
+      this.#showError(asRequestError(error), () => void this.#leave());
+    }
+  }
+
+  #appendLiveChat(sender: string, text: string): HTMLDivElement {
+    const view = this.#view as View;
+    const label = sender === "agent" ? (this.#strings.livechat.agent ?? "Agent") : sender.charAt(0).toUpperCase() + sender.slice(1);
+    const bubble = liveChatBubble(label, text, sender);
+    view.log.insertBefore(bubble, view.typing);
+    this.#messages++;
+    view.suggestions.hidden = true;
+    return bubble;
   }
 
   #append(role: "user" | "assistant", text: string): HTMLDivElement {

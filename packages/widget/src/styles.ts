@@ -41,6 +41,12 @@ button:disabled{cursor:not-allowed;opacity:.6}
 .message[data-role=user]{align-self:flex-end;background:var(--_primary);color:var(--_on-primary)}
 .message[data-role=assistant]{align-self:flex-start;background:var(--_surface);color:var(--_fg)}
 .message[data-incomplete]{border:1px dashed var(--_border)}
+.message[data-sender]{border-inline-start:3px solid var(--_primary)}
+.sender{display:block;font-size:12px;font-weight:600;color:var(--_muted)}
+.livechat{display:flex;align-items:center;gap:8px;margin:0 16px 8px;font-size:13px;color:var(--_muted)}
+.livechat[hidden]{display:none}
+.livechat-status{flex:1;margin:0}
+.leave{flex:none;border:1px solid var(--_border);border-radius:8px;background:var(--_bg);padding:4px 10px;font-size:13px}
 .typing{align-self:flex-start;display:flex;gap:4px;padding:12px;border-radius:calc(var(--_radius) * .75);background:var(--_surface)}
 .typing span{width:6px;height:6px;border-radius:50%;background:var(--_muted);animation:ck-blink 1.2s infinite}
 .typing span:nth-child(2){animation-delay:.2s}

@@ -30,7 +30,7 @@ export interface WidgetStrings {
   /** Starter prompts, shown while the conversation is empty. */
   suggestions: string[];
   errors: WidgetErrorStrings;
-  /** Live-chat status texts (not shown by this version of the widget). */
+  /** Live-chat texts: a status per mode, `leave` (the button) and `agent` (the human side's label). */
   livechat: Partial<Record<string, string>>;
 }
 

@@ -25,6 +25,10 @@ export interface View {
   input: HTMLTextAreaElement;
   send: HTMLButtonElement;
   announcer: HTMLDivElement;
+  /** The live chat's bar: its status and the leave button, hidden while the bot has the conversation. */
+  livechat: HTMLDivElement;
+  livechatStatus: HTMLParagraphElement;
+  leave: HTMLButtonElement;
 }
 
 /** A hook for the page's tests and styles: the same name as `part` and `data-testid`. */
@@ -35,6 +39,13 @@ function hook(name: string, extra = name) {
 /** A chat bubble; its text is set as text, so replies can never inject markup. */
 export function messageBubble(role: "user" | "assistant", text: string): HTMLDivElement {
   return h("div", { class: "message", "data-role": role, ...hook("message", `message ${role}`) }, text);
+}
+
+/** A message of the human side of a live chat, under its sender's label; text only, as every bubble. */
+export function liveChatBubble(label: string, text: string, sender: string): HTMLDivElement {
+  const bubble = h("div", { class: "message", "data-role": "assistant", "data-sender": sender, ...hook("livechat-message", "message livechat") });
+  bubble.append(h("span", { class: "sender" }, label), text);
+  return bubble;
 }
 
 /**
@@ -64,6 +75,9 @@ export function createView(): View {
   const alert = h("p", { class: "alert", role: "alert", ...hook("error") });
   const retry = h("button", { type: "button", class: "retry", hidden: true, ...hook("retry") });
   const problem = h("div", { class: "problem", "data-empty": true }, alert, retry);
+  const livechatStatus = h("p", { class: "livechat-status", role: "status", ...hook("livechat-status") });
+  const leave = h("button", { type: "button", class: "leave", hidden: true, ...hook("livechat-leave") });
+  const livechat = h("div", { class: "livechat", hidden: true, ...hook("livechat") }, livechatStatus, leave);
   const input = h("textarea", { class: "input", rows: "1", maxlength: "10000", autocomplete: "off", ...hook("input") });
   const send = h("button", { type: "submit", class: "send", ...hook("send") });
   const form = h("form", { class: "composer", ...hook("composer") }, input, send);
@@ -81,6 +95,7 @@ export function createView(): View {
     h("div", { class: "header", part: "header" }, h("div", { class: "heading" }, title, subtitle), close),
     log,
     suggestions,
+    livechat,
     problem,
     form,
   );
@@ -106,6 +121,9 @@ export function createView(): View {
     input,
     send,
     announcer,
+    livechat,
+    livechatStatus,
+    leave,
   };
 }
 
@@ -119,6 +137,7 @@ export function applyStrings(view: View, strings: WidgetStrings): void {
   view.input.setAttribute("aria-label", strings.placeholder);
   view.send.textContent = strings.send;
   view.retry.textContent = strings.retry;
+  view.leave.textContent = strings.livechat.leave ?? "Leave the chat";
 }
 
 /** Replaces the starter suggestions with one button per prompt. */

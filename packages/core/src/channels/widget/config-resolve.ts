@@ -40,9 +40,10 @@ function preferredTags(header: string | null): string[] {
 
 /**
  * The widget configuration of a channel in `locale`: the defaults of that language (English
- * for a language channelkit does not ship), overlaid with the channel's settings.
+ * for a language channelkit does not ship), overlaid with the channel's settings. The
+ * `livechat` feature is on by default when the service has a live-chat provider.
  */
-export function widgetConfig(channel: ChannelRecord, locale: string) {
+export function widgetConfig(channel: ChannelRecord, locale: string, liveChat: boolean) {
   // Stored settings were validated when set; parsing again keeps a hand-edited row from
   // reaching a page as anything but the schema's shape.
   const parsed = widgetSettingsSchema.safeParse(channel.widget);
@@ -61,7 +62,7 @@ export function widgetConfig(channel: ChannelRecord, locale: string) {
     languages: channel.languages,
     strings,
     theme: { ...DEFAULT_THEME, ...settings.theme },
-    features: { ...DEFAULT_FEATURES, ...settings.features },
+    features: { ...DEFAULT_FEATURES, livechat: liveChat, ...settings.features },
     default_stream: channel.defaultStream,
   };
 }

@@ -15,5 +15,5 @@ export async function config(request: IncomingRequest, ctx: ServiceContext): Pro
   const query = validate(widgetConfigQuerySchema, { locale: new URL(request.url).searchParams.get("locale") ?? undefined });
   const locale = resolveLocale(channel.languages, query.locale ?? null, request.headers.get("accept-language"));
   // Settings can change at any time (an admin, another instance): never cached by a browser.
-  return json(widgetConfig(channel, locale), 200, { "cache-control": "no-store" });
+  return json(widgetConfig(channel, locale, ctx.livechat.provider !== null), 200, { "cache-control": "no-store" });
 }

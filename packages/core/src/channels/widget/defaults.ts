@@ -27,6 +27,8 @@ export const DEFAULT_STRINGS: Readonly<Record<string, WidgetStrings>> = {
       livechat_expired: "No agent is available right now.",
       livechat_cancelled: "You left the queue.",
       livechat_unavailable: "No agent is available right now.",
+      leave: "Leave the chat",
+      agent: "Agent",
     },
   },
   fr: {
@@ -54,10 +56,12 @@ export const DEFAULT_STRINGS: Readonly<Record<string, WidgetStrings>> = {
       livechat_expired: "Aucun conseiller n'est disponible pour le moment.",
       livechat_cancelled: "Vous avez quitté la file d'attente.",
       livechat_unavailable: "Aucun conseiller n'est disponible pour le moment.",
+      leave: "Quitter la discussion",
+      agent: "Conseiller",
     },
   },
 };
 
 /** The default theme and features. */
 export const DEFAULT_THEME = { primary_color: "#4338ca", position: "bottom-right", color_scheme: "auto" } as const;
-export const DEFAULT_FEATURES = { suggestions: true, history: true, livechat: false } as const;
+export const DEFAULT_FEATURES = { suggestions: true, history: true } as const;

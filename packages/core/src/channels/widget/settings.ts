@@ -30,6 +30,10 @@ export const widgetStringsSchema = z.strictObject({
     livechat_expired: text(),
     livechat_cancelled: text(),
     livechat_unavailable: text(),
+    /** The button that leaves the queue or ends the live chat. */
+    leave: text(),
+    /** The label of the human side's messages. */
+    agent: text(),
   }),
 });
 
@@ -49,7 +53,7 @@ export const widgetFeaturesSchema = z.strictObject({
   suggestions: z.boolean(),
   /** Restores the conversation after a reload, with the history route. */
   history: z.boolean(),
-  /** Shows live-chat status messages. */
+  /** Shows the live chat: the human side's messages, its status and a leave button (default: on when the service has a live-chat provider). */
   livechat: z.boolean(),
 });
 
