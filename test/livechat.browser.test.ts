@@ -5,13 +5,13 @@
  * of mode appear in the widget without a reload; the user leaves the queue with a click.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "../packages/cli/src/test-process.js";
-import { browserMissing, launchChromium, screenshot } from "./browser.js";
+import { browserMissing, launchChromium, ROOT, screenshot, staticSite } from "./browser.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex"), CHANNELKIT_ADMIN_JWT_SECRET: randomBytes(32).toString("hex") };
 const missing = browserMissing();
@@ -104,5 +104,54 @@ describe.skipIf(missing !== null)("live chat in the widget, in Chromium", () => 
     expect(await page.getByTestId("livechat-message").allTextContents()).toEqual(["AgentHello, I am Ann. How can I help?"]);
     expect(await status(page).textContent()).toBe("You left the queue.");
     await page.close();
+  });
+
+  it("examples/livechat-console: an agent sees a handover arrive, accepts it, answers, and sees the user's reply live", async () => {
+    const files: Record<string, [string, string]> = {
+      "/": ["index.html", "text/html; charset=utf-8"],
+      "/console.js": ["console.js", "text/javascript; charset=utf-8"],
+      "/console.css": ["console.css", "text/css; charset=utf-8"],
+    };
+    const bodies = new Map<string, { type: string; body: Buffer }>();
+    for (const [path, [file, type]] of Object.entries(files)) bodies.set(path, { type, body: await readFile(join(ROOT, "examples/livechat-console", file)) });
+    const site = await staticSite((path) => bodies.get(path));
+    const { api_key: key } = await runCliJson<{ api_key: string }>(["channel", "create", "--tenant", tenantId, "--flow", "handover", "--db", db], ENV);
+    const execute = (payload: string, conversationId?: string) =>
+      fetch(`${server.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ payload, ...(conversationId ? { conversation_id: conversationId } : {}) }),
+      }).then((response) => response.json() as Promise<{ conversation_id: string }>);
+    try {
+      const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
+      await page.goto(site.url);
+      await page.getByTestId("server").fill(server.url);
+      await page.getByTestId("tenant").fill(tenantId);
+      await page.getByTestId("token").fill(token);
+      await page.getByTestId("connect").click();
+      await expect.poll(() => page.getByTestId("state").textContent()).toBe("Connected, live.");
+
+      // A user asks for a human: the console shows it without being told.
+      const { conversation_id: id } = await execute("I want to talk to a human");
+      const item = page.locator(`[data-testid="queue-item"][data-conversation="${id}"]`);
+      await item.waitFor({ timeout: 3000 });
+      await item.getByTestId("accept").click();
+      await expect.poll(() => page.getByTestId("chat-mode").textContent()).toBe("active");
+      await page.getByTestId("reply-input").fill("Hello, I am Ann.");
+      await page.getByTestId("reply-send").click();
+      await expect.poll(() => page.getByTestId("transcript-message").last().textContent()).toBe("agentHello, I am Ann.");
+      await execute("My parcel is late", id);
+      await expect.poll(() => page.getByTestId("transcript-message").last().textContent(), { timeout: 3000 }).toBe("userMy parcel is late");
+      await screenshot(page, "livechat-console");
+      await page.getByTestId("close-chat").click();
+      await expect.poll(() => page.getByTestId("chat-mode").textContent()).toBe("closed");
+      const history = await fetch(`${server.url}/public/v1/api/conversations/${id}/messages`, { headers: { authorization: `Bearer ${key}` } });
+      const stored = (await history.json()) as { mode: string; messages: { content: string; sender: string | null }[] };
+      expect(stored.mode).toBe("livechat_closed");
+      expect(stored.messages.map((m) => [m.sender, m.content])).toContainEqual(["agent", "Hello, I am Ann."]);
+      await page.close();
+    } finally {
+      await site.close();
+    }
   });
 });
