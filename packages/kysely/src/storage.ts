@@ -233,7 +233,7 @@ export class KyselyStorage implements Storage {
         null,
         conversation.language ?? null,
         input.mode === undefined ? run.startedAt : run.completedAt,
-        input.livechatConversationId ?? null,
+        null,
       ],
       messages.map((message, i) => messageToRow(conversation.id, i, message)),
       runToRow(run, 0),

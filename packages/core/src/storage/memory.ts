@@ -330,7 +330,7 @@ export function memoryStorage(): Storage {
           modeSince: input.mode === undefined ? run.startedAt : run.completedAt,
           flowState: "flowState" in input ? toJson(input.flowState) : null,
           nextTurn: messages.length,
-          livechatConversationId: input.livechatConversationId ?? null,
+          livechatConversationId: null,
           language: conversation.language ?? null,
           createdAt: run.startedAt,
           updatedAt: run.completedAt,

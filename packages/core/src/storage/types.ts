@@ -261,8 +261,6 @@ export interface StoreRunInput {
   flowState?: unknown;
   /** The conversation's mode, when the run changed it (entered at the run's `completedAt`). */
   mode?: ConversationMode;
-  /** The live chat's provider id, when the run handed over. */
-  livechatConversationId?: string;
 }
 
 /**
