@@ -20,7 +20,7 @@ function events(response: Response) {
   if (!response.body) throw new Error("no body");
   const reader = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   return {
-    async next(ms = 1000): Promise<any> {
+    async next(ms = 3000): Promise<any> {
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         const { done, value } = await Promise.race([
@@ -94,7 +94,10 @@ function liveChatAcrossInstances(open: () => Promise<{ db: string; drop(): Promi
       expect(await agents.next()).toMatchObject({ type: "mode", conversation: { conversation_id: id, mode: "livechat_active" } });
 
       expect((await inbox(b, `/conversations/${id}/messages`, { content: "Hello, I am Ann" })).status).toBe(200);
+      const sent = Date.now();
       expect(await user.next()).toMatchObject({ type: "message", message: { content: "Hello, I am Ann", sender: "agent", turn_index: 2 } });
+      // Stored on B, seen by the user's subscription on A within a second.
+      expect(Date.now() - sent).toBeLessThan(1000);
       expect(await agents.next()).toMatchObject({ type: "message", message: { content: "Hello, I am Ann" } });
 
       expect((await execute(a, { payload: "My parcel is late", conversation_id: id })).output.metadata.livechat_mode).toBe("livechat_active");
