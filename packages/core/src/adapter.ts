@@ -14,5 +14,8 @@ export {
   type IncomingRequest,
   type RequestHeaders,
 } from "./http/reply.js";
+/** The contract's error envelope of a code, for what an adapter answers itself (a request Node's parser refused). */
+export { errorEnvelope } from "./http/respond.js";
+export { ERROR_CODES, type ErrorCode } from "./http/errors.js";
 /** The lazy abort a run uses; an adapter that learns of a disconnect without a signal reuses it. */
 export { RunAbort } from "./runs/abort.js";

@@ -115,8 +115,17 @@ function hasBody(method: string): boolean {
   return method !== "GET" && method !== "HEAD";
 }
 
+/**
+ * The request's URL. Its origin comes from `baseUrl`, else from the Host header when that is
+ * a valid host, else `http://localhost`: the client writes the Host header, and a malformed
+ * one (`a b`, `[::1`, `localhost:99999`) must not make a URL that cannot be built. Only the
+ * path and query of a request are ever read.
+ */
 function requestUrl(req: IncomingMessage, baseUrl: string | undefined, overrides: WebRequestOverrides): string {
-  return new URL(overrides.url ?? req.url ?? "/", baseUrl ?? `http://${req.headers.host ?? "localhost"}`).href;
+  const host = req.headers.host;
+  const base = baseUrl ?? (host !== undefined && URL.canParse(`http://${host}`) ? `http://${host}` : "http://localhost");
+  const target = overrides.url ?? req.url ?? "/";
+  return (URL.canParse(target, base) ? new URL(target, base) : new URL("/", base)).href;
 }
 
 function headersOf(req: IncomingMessage): Headers {

@@ -1,4 +1,6 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import { ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
 import type { AddressInfo } from "node:net";
 import { type NodeHandlerOptions, toNodeHandler, type WebHandler } from "./handler.js";
 
@@ -8,6 +10,12 @@ export interface ServeOptions extends NodeHandlerOptions {
   port?: number;
   /** Interface to bind (default `127.0.0.1`). */
   host?: string;
+  /** How long a client has to send a request's headers, in ms (default 10000); then 408 `request_timeout`. */
+  headersTimeoutMs?: number;
+  /** How long a client has to send a whole request, body included, in ms (default 30000); then 408 `request_timeout`. */
+  requestTimeoutMs?: number;
+  /** How long an idle keep-alive connection stays open, in ms (default 5000). */
+  keepAliveTimeoutMs?: number;
 }
 
 /** A listening server. */
@@ -20,10 +28,41 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * What Node's HTTP parser refused (a bad method, headers too large, obs-fold,
+ * `Content-Length` with `Transfer-Encoding`, a request that did not arrive in time) is
+ * answered in the contract's envelope rather than as an empty 400, then the connection
+ * closed. A connection already gone is just closed.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable || error.code === "ECONNRESET") {
+    socket.destroy();
+    return;
+  }
+  const code: ErrorCode =
+    error.code === "HPE_HEADER_OVERFLOW" ? "headers_too_large" : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "request_timeout" : "bad_request";
+  const body = errorEnvelope(code);
+  const status = ERROR_CODES[code].status;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
 /** Starts a node:http server for a channel service and resolves once it listens. */
 export function serve(service: WebHandler, options: ServeOptions = {}): Promise<RunningServer> {
   const host = options.host ?? "127.0.0.1";
-  const server = createServer(toNodeHandler(service, options));
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout: Math.max(headersTimeout, options.requestTimeoutMs ?? 30_000),
+      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5000,
+      // Node checks the two timeouts above this often (30 s by default): a slow client is cut close to its deadline.
+      connectionsCheckingInterval: Math.min(1000, headersTimeout),
+    },
+    toNodeHandler(service, options),
+  );
+  server.on("clientError", answerClientError);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 3000, host, () => {

@@ -7,12 +7,16 @@ import type { IncomingRequest, Reply } from "./reply.js";
  */
 export function withCors(request: IncomingRequest, reply: Reply): Reply {
   const origin = request.headers.get("origin");
-  if (origin === null) return reply;
+  // An origin is ASCII (an international domain is in punycode): anything else is never an
+  // allowed origin, and is not reflected, since runtimes disagree on how to write its bytes.
+  if (origin === null || !PRINTABLE_ASCII.test(origin)) return reply;
   reply.headers["access-control-allow-origin"] = origin;
   const vary = reply.headers.vary;
   reply.headers.vary = vary === undefined ? "Origin" : `${[vary].flat().join(", ")}, Origin`;
   return reply;
 }
+
+const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
 
 /** The answer to an `OPTIONS` preflight: no authentication, no body. */
 export function preflight(allowMethods: string, allowHeaders = "Authorization, Content-Type"): Reply {

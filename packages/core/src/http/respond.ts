@@ -22,6 +22,11 @@ function errorBody(code: ErrorCode, message: string = ERROR_CODES[code].message,
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
 
+/** The envelope of an error code, as JSON text: what an adapter answers for a request it could not hand to the service. */
+export function errorEnvelope(code: ErrorCode): string {
+  return JSON.stringify(errorBody(code));
+}
+
 /** The enveloped reply for a {@link ServiceError}. */
 export function errorReply(error: ServiceError): Reply {
   return json(errorBody(error.code, error.message, error.details), error.status, error.headers);

@@ -1,6 +1,7 @@
 import type { Logger } from "../context.js";
 import type { TokenEstimator } from "../conversations/tokens.js";
 import { type MessageView, messageView } from "../conversations/message-view.js";
+import { canonicalId } from "../channels/api/conversation.js";
 import { ServiceError } from "../http/errors.js";
 import { PushStream } from "../http/sse.js";
 import { isoTimestamp } from "../runs/timestamp.js";
@@ -249,7 +250,7 @@ export class LiveChat {
     messages: NewMessage[] = [],
   ): Promise<{ conversation: ConversationRecord; messages: MessageRecord[]; state: LiveChatState }> {
     for (let attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
-      const conversation = await this.#storage.findConversation(conversationId);
+      const conversation = await this.#storage.findConversation(canonicalId(conversationId));
       if (!conversation || (tenantId !== undefined && conversation.tenantId !== tenantId)) throw new ServiceError("conversation_not_found");
       const channel = await this.#storage.findChannel(conversation.channelId);
       const nowMs = Date.now();
@@ -258,7 +259,7 @@ export class LiveChat {
       if ("refused" in transition) throw new ServiceError("livechat_conflict", `${capitalize(transition.refused)}.`);
       const change: ModeChange = { from: conversation.mode, since: conversation.modeSince, to: transition.to, at: isoTimestamp(nowMs) };
       if (livechatConversationId !== undefined) change.livechatConversationId = livechatConversationId;
-      const updated = await this.#storage.updateLiveChat({ conversationId, change, messages });
+      const updated = await this.#storage.updateLiveChat({ conversationId: conversation.id, change, messages });
       if (!updated) continue;
       if (transition.to !== conversation.mode) this.#ring(conversation.tenantId, { type: "mode", conversation_id: conversationId });
       return { ...updated, state: this.state(channel, updated.conversation, nowMs) };

@@ -9,10 +9,20 @@ import type { ChannelRecord, ConversationRecord, Storage } from "../../storage/t
  * tenant but another channel is `conversation_forbidden`.
  */
 export async function findOwnConversation(storage: Storage, channel: ChannelRecord, conversationId: string): Promise<ConversationRecord> {
-  const conversation = await storage.findConversation(conversationId);
+  const conversation = await storage.findConversation(canonicalId(conversationId));
   if (!conversation || conversation.tenantId !== channel.tenantId) throw new ServiceError("conversation_not_found");
   if (conversation.channelId !== channel.id) throw new ServiceError("conversation_forbidden");
   return conversation;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A conversation id as it is stored: UUIDs compare case-insensitively (RFC 9562), so an
+ * upper-case form names the same conversation; the service writes them in lower case.
+ */
+export function canonicalId(id: string): string {
+  return UUID.test(id) ? id.toLowerCase() : id;
 }
 
 /**

@@ -25,7 +25,7 @@ export async function history(request: IncomingRequest, sessionId: string, ctx: 
   const recent = await ctx.storage.listRecentMessages(conversation.id, query.limit);
   const messages = fitTokenBudget(recent, query.token_budget);
   return json({
-    session_id: sessionId,
+    session_id: conversation.id,
     messages: messages.map(messageView),
     total_messages: messages.length,
     total_tokens: messages.reduce((sum, message) => sum + message.tokenCount, 0),

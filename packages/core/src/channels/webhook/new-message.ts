@@ -4,6 +4,7 @@ import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
 import { runToEnd, startRun } from "../../runs/start.js";
+import { canonicalId } from "../api/conversation.js";
 import { channelFlow } from "../flow.js";
 import { webhookRequest } from "./channel.js";
 import { botMessages } from "./events.js";
@@ -19,7 +20,7 @@ export async function newMessage(request: IncomingRequest, clientId: string, ctx
   const input = validate(newMessageSchema, body);
   // Another channel's conversation is as unknown as one that does not exist: a client id
   // opens its own conversations only.
-  const conversation = await ctx.storage.findConversation(input.conversationId);
+  const conversation = await ctx.storage.findConversation(canonicalId(input.conversationId));
   if (!conversation || conversation.channelId !== channel.id || conversation.tenantId !== channel.tenantId) {
     throw new ServiceError("conversation_not_found");
   }

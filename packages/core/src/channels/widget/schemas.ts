@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { metadataSchema } from "../api/schemas.js";
 import { userText } from "../user-text.js";
 
 /** Query of `GET /public/widget/config`. */
@@ -9,7 +10,7 @@ export const widgetConfigQuerySchema = z.object({
     .optional(),
 });
 
-const metadata = z.record(z.string(), z.unknown(), { error: "metadata must be an object" }).optional();
+const metadata = metadataSchema;
 
 /** A part of a UI message, as the AI SDK sends it: only text parts matter here. */
 const uiPart = z.looseObject({ type: z.string(), text: z.unknown().optional() });
