@@ -511,6 +511,44 @@ describe("channelkit serve --livechat", () => {
   });
 });
 
+describe("channelkit serve: SIGTERM drains", () => {
+  it("lets a run in flight finish within --drain-ms, stores the rest cancelled, exits 0", async () => {
+    for (const [drain, outcome] of [
+      ["10000", "success"],
+      ["200", "cancelled"],
+    ] as const) {
+      const db = tempDb();
+      const { api_key } = await channel(db, await tenant(db), "--flow", "slow");
+      const server = await startServe(["--db", db, "--port", "0", "--drain-ms", drain], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+      const response = await fetch(`${server.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${api_key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ payload: "go", stream: true }),
+      });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      const runId = /"run_id":"([^"]+)"/.exec(first)?.[1] as string;
+      server.child.kill("SIGTERM");
+      let text = first;
+      for (;;) {
+        const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (done) break;
+        text += new TextDecoder().decode(value);
+      }
+      expect(await server.exited).toBe(0);
+      // Stopped accepting at once: a new connection is refused.
+      await expect(fetch(`${server.url}/public/widget/config`)).rejects.toThrow();
+      const storage = sqlite(db);
+      try {
+        expect((await storage.findRun(runId))?.status, drain).toBe(outcome);
+      } finally {
+        await storage.close();
+      }
+      if (outcome === "success") expect(text).toContain('"type":"finish"');
+    }
+  }, 30_000);
+});
+
 describe("channelkit audit", () => {
   const db = tempDb();
 

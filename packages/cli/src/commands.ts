@@ -248,7 +248,9 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "turn-lease-ms": { type: "string" },
     "admin-dev-mode": { type: "boolean" },
     livechat: { type: "string" },
+    "drain-ms": { type: "string" },
   });
+  const drainMs = integerValue("drain-ms", values["drain-ms"] ?? "10000", 0, 3_600_000);
   const livechat = oneOf("livechat", values.livechat, ["inbox", "bridge", "off"] as const) ?? "inbox";
   const rawPort = values.port ?? io.env.PORT ?? "3000";
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
@@ -269,10 +271,10 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   io.out(`listening on ${server.url}`);
 
   const stop = async () => {
-    // The server stops accepting first; its connections end as the service stores the runs
-    // in flight (cancelled) and ends the live-chat subscriptions, which never end by themselves.
+    // The server stops accepting first; the runs in flight get --drain-ms to finish, the rest
+    // are stored cancelled, and the live-chat subscriptions (which never end by themselves) end.
     const closing = server.close();
-    await service.close();
+    await service.close({ drainMs });
     await closing;
     process.exit(0);
   };

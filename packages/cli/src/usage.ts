@@ -15,7 +15,7 @@ export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
   serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000] [--admin-dev-mode]
-        [--livechat inbox|bridge|off]
+        [--livechat inbox|bridge|off] [--drain-ms 10000]
   migrate
   tenant create --name NAME
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]

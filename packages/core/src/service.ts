@@ -88,12 +88,13 @@ export interface ChannelService {
   /** Programmatic administration of tenants, channels, keys and signing secrets. */
   admin: ChannelAdmin;
   /**
-   * Ends the live-chat subscriptions, aborts every run in flight (each is stored
-   * `cancelled`), waits until they are stored, then closes the storage. Stop accepting
-   * requests first (`server.close()`), without waiting for it: its open connections end as
-   * this ends what they stream.
+   * Ends the live-chat subscriptions, lets the runs in flight finish for up to
+   * `options.drainMs` (default 0), aborts those still running (each is stored `cancelled`),
+   * waits until they are stored, then closes the storage. Stop accepting requests first
+   * (`server.close()`), without waiting for it: its open connections end as this ends what
+   * they stream.
    */
-  close(): Promise<void>;
+  close(options?: { drainMs?: number }): Promise<void>;
 }
 
 /**
@@ -173,9 +174,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     dispatch,
     routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
-    async close() {
+    async close(closeOptions = {}) {
       // Subscriptions never end by themselves: a server waiting for its connections would wait forever.
       ctx.livechat.endStreams();
+      await ctx.runs.drain(closeOptions.drainMs ?? 0);
       await ctx.runs.close();
       await ctx.livechat.drain();
       // The storage closes its own feed; the in-process one holds only listeners.

@@ -38,7 +38,8 @@ export class RunLifecycle {
   /** Runs in flight. One listener here, on close, rather than one per run on a long-lived signal. */
   readonly #runs = new Set<RunAbort>();
   #closed: Error | null = null;
-  #idle: (() => void) | null = null;
+  /** Who waits for no run to be in flight: `close()` and `drain()`. */
+  #idle: (() => void)[] = [];
   /** Runs of this process waiting their turn, by conversation: woken when a run there ends. */
   readonly #waiting = new Map<string, Set<() => void>>();
   /** Runs holding their turn, and the one timer renewing their leases (made on the first, ended by `close()`). */
@@ -75,10 +76,10 @@ export class RunLifecycle {
   /** The run is stored: `close()` no longer waits for it. Calling it again does nothing. */
   release(abort: RunAbort): void {
     if (!this.#runs.delete(abort)) return;
-    if (this.#runs.size === 0 && this.#idle) {
-      const wake = this.#idle;
-      this.#idle = null;
-      wake();
+    if (this.#runs.size === 0 && this.#idle.length > 0) {
+      const waiting = this.#idle;
+      this.#idle = [];
+      for (const wake of waiting) wake();
     }
   }
 
@@ -166,6 +167,17 @@ export class RunLifecycle {
     if (set.size === 0 && this.#waiting.get(conversationId) === set) this.#waiting.delete(conversationId);
   }
 
+  /** Resolves once no run is in flight, or after `ms`, whichever comes first; runs go on either way. */
+  async drain(ms: number): Promise<void> {
+    if (this.#runs.size === 0 || ms <= 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      this.#idle.push(resolve);
+      timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+  }
+
   /** Aborts every run in flight and resolves once each is stored. */
   async close(reason = new Error("channelkit service closed")): Promise<void> {
     if (!this.#closed) {
@@ -174,7 +186,7 @@ export class RunLifecycle {
     }
     while (this.#runs.size > 0)
       await new Promise<void>((resolve) => {
-        this.#idle = resolve;
+        this.#idle.push(resolve);
       });
     clearInterval(this.#renewals);
     this.#renewals = undefined;
