@@ -53,56 +53,91 @@ describe.skipIf(missing !== null)("live chat in the widget, in Chromium", () => 
   }
 
   const status = (page: Page) => page.getByTestId("livechat-status");
+  const leave = (page: Page) => page.getByTestId("livechat-leave");
+  /** The bot's replies shown, the greeting aside. */
+  const botReplies = (page: Page) => page.locator('[data-testid="message"][data-role="assistant"]:not([data-greeting])').allTextContents();
+  const agentBubbles = (page: Page) => page.getByTestId("livechat-message").allTextContents();
 
-  it("the agent's message and each change of mode appear in the open widget; the user leaves the queue with a click", async () => {
+  /** The demo page, open, after the user asked for a human: the conversation waits for an agent. */
+  async function handedOver(): Promise<{ page: Page; id: string }> {
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
     await page.goto(`${server.url}/`);
     await page.locator("channelkit-chat[ready]").waitFor({ state: "attached" });
     await page.getByTestId("launcher").click();
-    await page.getByTestId("input").fill("I want to talk to a human");
-    await page.keyboard.press("Enter");
-    await expect
-      .poll(() => page.locator('[data-testid="message"][data-role="assistant"]:not([data-greeting])').allTextContents())
-      .toEqual(["Connecting you to an agent"]);
+    await send(page, "I want to talk to a human");
+    await expect.poll(() => botReplies(page)).toEqual(["Connecting you to an agent"]);
     await expect.poll(() => status(page).textContent()).toBe("Connecting you to an agent…");
-    expect(await page.getByTestId("livechat-leave").isVisible()).toBe(true);
+    expect(await leave(page).isVisible()).toBe(true);
+    const id = await page.locator("channelkit-chat").evaluate((element) => (element as HTMLElement & { conversationId: string }).conversationId);
+    return { page, id };
+  }
+
+  async function send(page: Page, text: string): Promise<void> {
+    await page.getByTestId("input").fill(text);
+    await page.keyboard.press("Enter");
+    await page.locator("channelkit-chat:not([busy])").waitFor({ state: "attached" });
+  }
+
+  it("the agent's message and each change of mode appear in the open widget; after the close the bot answers again", async () => {
+    const { page, id } = await handedOver();
 
     // The agent works through the inbox, over HTTP; the widget is not reloaded.
-    const { conversations } = await agent("GET", "/conversations");
-    const id = conversations[0].conversation_id as string;
+    const { conversations } = await agent("GET", "/conversations?mode=waiting");
+    expect(conversations.map((conversation: { conversation_id: string }) => conversation.conversation_id)).toContain(id);
     await agent("POST", `/conversations/${id}/accept`);
     await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("You are talking with an agent.");
     await agent("POST", `/conversations/${id}/messages`, { content: "Hello, I am Ann. How can I help?" });
-    await expect.poll(() => page.getByTestId("livechat-message").allTextContents(), { timeout: 3000 }).toEqual(["AgentHello, I am Ann. How can I help?"]);
+    await expect.poll(() => agentBubbles(page), { timeout: 3000 }).toEqual(["AgentHello, I am Ann. How can I help?"]);
     await screenshot(page, "widget-livechat");
 
-    // The user answers: it goes to Ann (the flow does not run), and Ann sees it.
-    await page.getByTestId("input").fill("My parcel is late");
-    await page.keyboard.press("Enter");
-    await page.locator("channelkit-chat:not([busy])").waitFor({ state: "attached" });
+    // The user answers: it goes to Ann (the flow does not run, no reply), and Ann sees it.
+    await send(page, "My parcel is late");
     const { messages } = await agent("GET", `/conversations/${id}`);
-    expect(messages.at(-1)).toMatchObject({
-      content: "My parcel is late",
-      sender: "user",
-    });
+    expect(messages.at(-1)).toMatchObject({ content: "My parcel is late", sender: "user" });
+    expect(await botReplies(page)).toEqual(["Connecting you to an agent"]);
 
     await agent("POST", `/conversations/${id}/close`);
     await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("The agent closed the conversation.");
-    expect(await page.getByTestId("livechat-leave").isVisible()).toBe(false);
+    expect(await leave(page).isVisible()).toBe(false);
 
-    // The bot has the conversation again: the handover flow hands over anew, and the user leaves the queue.
-    await page.getByTestId("input").fill("Again, please");
-    await page.keyboard.press("Enter");
+    // The bot has the conversation again: the handover flow answers (and hands over anew).
+    await send(page, "Again, please");
+    await expect.poll(() => botReplies(page), { timeout: 3000 }).toEqual(["Connecting you to an agent", "Connecting you to an agent"]);
     await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("Connecting you to an agent…");
-    await page.getByTestId("livechat-leave").click();
-    await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("You left the queue.");
 
-    // A reload shows the agent's message again, under its label, from history.
+    // A reload shows the agent's message again from history, and follows on from there: what
+    // the agent writes next appears live, once.
     await page.reload();
     await page.locator("channelkit-chat[ready]").waitFor({ state: "attached" });
     await page.getByTestId("launcher").click();
-    expect(await page.getByTestId("livechat-message").allTextContents()).toEqual(["AgentHello, I am Ann. How can I help?"]);
-    expect(await status(page).textContent()).toBe("You left the queue.");
+    expect(await agentBubbles(page)).toEqual(["AgentHello, I am Ann. How can I help?"]);
+    expect(await status(page).textContent()).toBe("Connecting you to an agent…");
+    await agent("POST", `/conversations/${id}/accept`);
+    await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("You are talking with an agent.");
+    await agent("POST", `/conversations/${id}/messages`, { content: "Ann again." });
+    await expect.poll(() => agentBubbles(page), { timeout: 3000 }).toEqual(["AgentHello, I am Ann. How can I help?", "AgentAnn again."]);
+    await agent("POST", `/conversations/${id}/close`);
+    await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("The agent closed the conversation.");
+    await page.close();
+  });
+
+  it("the user leaves the queue, and later an active live chat, with the leave button", async () => {
+    const { page, id } = await handedOver();
+    await leave(page).click();
+    await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("You left the queue.");
+    expect(await leave(page).isVisible()).toBe(false);
+    const waiting = await agent("GET", "/conversations?mode=waiting");
+    expect(waiting.conversations.map((conversation: { conversation_id: string }) => conversation.conversation_id)).not.toContain(id);
+
+    // The bot has it again; handed over anew, an agent accepts, and the user ends the live chat.
+    await send(page, "A human after all");
+    await expect.poll(() => botReplies(page), { timeout: 3000 }).toEqual(["Connecting you to an agent", "Connecting you to an agent"]);
+    await agent("POST", `/conversations/${id}/accept`);
+    await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("You are talking with an agent.");
+    expect(await leave(page).isVisible()).toBe(true);
+    await leave(page).click();
+    await expect.poll(() => status(page).textContent(), { timeout: 3000 }).toBe("You left the queue.");
+    expect((await agent("GET", `/conversations/${id}`)).conversation.mode).toBe("livechat_cancelled");
     await page.close();
   });
 

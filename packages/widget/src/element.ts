@@ -232,6 +232,7 @@ export class ChannelkitChat extends Base {
       if (signal.aborted) throw error;
       // A passing failure: the conversation goes on, only its earlier messages are not shown.
       this.#conversationId = stored;
+      this.#watch(connection, stored, null);
       return;
     }
     signal.throwIfAborted();
