@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -124,6 +124,29 @@ describe("examples", () => {
 
   it.each(["node-http", "fastify", "hono"])("examples/%s on SQLite answers its README's request", async (example) => {
     await checkExample(example, join(dir, `${example}.db`));
+  });
+
+  it("examples/livechat-console is served by its start script: the page, its script (which parses as a module) and styles, nothing else", async () => {
+    const server = await start("livechat-console", join(dir, "console.db"));
+    try {
+      const page = await fetch(`${server.url}/`);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      const html = await page.text();
+      // What the page loads, as it names it.
+      const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((match) => match[1] as string);
+      expect(assets.sort()).toEqual(["/console.css", "/console.js"]);
+      const script = await fetch(`${server.url}/console.js`);
+      expect(script.headers.get("content-type")).toMatch(/^text\/javascript/);
+      const file = join(dir, "console.mjs");
+      await writeFile(file, await script.text());
+      await run(process.execPath, ["--check", file]);
+      const styles = await fetch(`${server.url}/console.css`);
+      expect([styles.status, styles.headers.get("content-type")]).toEqual([200, "text/css; charset=utf-8"]);
+      expect((await fetch(`${server.url}/serve.mjs`)).status).toBe(404);
+    } finally {
+      await server.stop();
+    }
   });
 
   describeWithPostgres("on Postgres", (serverUrl) => {
