@@ -145,6 +145,7 @@ describe("channelkit channel create", () => {
       default_stream: false,
       widget: {},
       livechat: { status_messages: {}, wait_timeout_seconds: null },
+      run_timeout_seconds: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });
@@ -423,6 +424,9 @@ describe("channelkit channel update --livechat", () => {
     const set = await cli(["channel", "update", created.id, "--livechat", JSON.stringify(livechat), "--db", db]);
     expect(set.code).toBe(0);
     expect(set.json().channel.livechat).toEqual(livechat);
+    const limited = await cli(["channel", "update", created.id, "--run-timeout-seconds", "60", "--db", db]);
+    expect(limited.json().channel.run_timeout_seconds).toBe(60);
+    expect((await cli(["channel", "update", created.id, "--run-timeout-seconds", "0", "--db", db])).code).toBe(2);
     const unknown = await cli(["channel", "update", created.id, "--livechat", '{"timeout":3}', "--db", db]);
     expect(unknown.code).toBe(2);
     expect(unknown.err.join("\n")).toContain("--livechat takes status_messages and wait_timeout_seconds, not timeout");

@@ -163,6 +163,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       languages: { type: "string" },
       widget: { type: "string" },
       livechat: { type: "string" },
+      "run-timeout-seconds": { type: "string" },
     },
     1,
   );
@@ -177,6 +178,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     name: values.name,
     languages: list(values.languages),
     widget: jsonValue("widget", values.widget),
+    runTimeoutSeconds: values["run-timeout-seconds"] === undefined ? undefined : integerValue("run-timeout-seconds", values["run-timeout-seconds"], 1, 86_400),
     ...livechat,
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));

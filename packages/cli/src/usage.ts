@@ -25,6 +25,7 @@ Commands:
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
                  [--languages en_US,fr_FR] [--widget JSON] [--livechat JSON]
+                 [--run-timeout-seconds 300]
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

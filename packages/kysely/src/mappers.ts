@@ -31,6 +31,7 @@ export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> 
     livechat_messages: JSON.stringify(channel.livechatMessages),
     widget: JSON.stringify(channel.widget),
     livechat_wait_timeout_seconds: channel.livechatWaitTimeoutSeconds ?? null,
+    run_timeout_seconds: channel.runTimeoutSeconds ?? null,
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -56,6 +57,7 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     livechatMessages: fromJson(row.livechat_messages, {}),
     widget: fromJson(row.widget, {}),
     livechatWaitTimeoutSeconds: row.livechat_wait_timeout_seconds === null ? null : Number(row.livechat_wait_timeout_seconds),
+    runTimeoutSeconds: row.run_timeout_seconds === null || row.run_timeout_seconds === undefined ? null : Number(row.run_timeout_seconds),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

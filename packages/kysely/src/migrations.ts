@@ -4,6 +4,7 @@ import { auditEvents } from "./migration-0003-audit-events.js";
 import { conversationLanguage } from "./migration-0004-conversation-language.js";
 import { channelWidget } from "./migration-0005-channel-widget.js";
 import { liveChat } from "./migration-0006-live-chat.js";
+import { runTimeout } from "./migration-0007-run-timeout.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -120,6 +121,7 @@ export const migrations: Record<string, Migration> = {
   "0004_conversation_language": conversationLanguage,
   "0005_channel_widget": channelWidget,
   "0006_live_chat": liveChat,
+  "0007_run_timeout": runTimeout,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -52,6 +52,7 @@ export interface ChannelsTable {
   /** JSON text, `{}` for a channel created before the widget settings existed. */
   widget: Generated<string>;
   livechat_wait_timeout_seconds: number | null;
+  run_timeout_seconds: number | null;
 }
 
 export interface ApiKeysTable {
@@ -165,6 +166,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "updated_at",
   "widget",
   "livechat_wait_timeout_seconds",
+  "run_timeout_seconds",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(

@@ -79,6 +79,7 @@ function channelRecord(tenantId: string): ChannelRecord {
     languages: ["en_US", "fr_FR"],
     livechatMessages: { livechat_waiting: "Please wait" },
     livechatWaitTimeoutSeconds: null,
+    runTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,
@@ -189,6 +190,7 @@ describe("migrate", () => {
       "0004_conversation_language",
       "0005_channel_widget",
       "0006_live_chat",
+      "0007_run_timeout",
     ]);
   });
 
@@ -202,7 +204,7 @@ describe("migrate", () => {
     const channel = channelRecord(tenant.id);
     const { channelToRow } = await import("./mappers.js");
     // The row as 0001 knew it: columns of later migrations left out.
-    const { widget: _widget, livechat_wait_timeout_seconds: _timeout, ...row0001 } = channelToRow(channel);
+    const { widget: _widget, livechat_wait_timeout_seconds: _timeout, run_timeout_seconds: _runTimeout, ...row0001 } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();
     const conversationId = randomUUID();
     await db

@@ -483,6 +483,7 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechat_messages = JSON.stringify(patch.livechatMessages);
   if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechat_wait_timeout_seconds = patch.livechatWaitTimeoutSeconds;
+  if (patch.runTimeoutSeconds !== undefined) row.run_timeout_seconds = patch.runTimeoutSeconds;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

@@ -41,6 +41,7 @@ describeWithPostgres("Postgres prepared statements", (serverUrl) => {
       languages: [],
       livechatMessages: {},
       livechatWaitTimeoutSeconds: null,
+      runTimeoutSeconds: null,
       widget: {},
       createdAt: NOW,
       updatedAt: NOW,

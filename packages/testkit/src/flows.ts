@@ -80,6 +80,19 @@ export function flowTests(h: Harness): void {
       expect(history.livechat_conversation_id).toBeNull();
     });
 
+    it("a run past its channel's time limit is stopped and stored as an error that says so, JSON and streamed", async () => {
+      const channel = await h.channel({ flow: "slow", runTimeoutSeconds: 1 });
+      const started = Date.now();
+      const run = await runJson(h, channel.key, { payload: "too long", stream: false });
+      expect(Date.now() - started).toBeLessThan(4000);
+      expect(run.status).toBe("error");
+      expect(run.error).toEqual({ code: "flow_error", message: "The flow ran longer than the channel's limit of 1 s and was stopped." });
+      expect(await storedRun(h.target.storage, run.run_id)).toMatchObject({ status: "error", error: run.error?.message });
+      const streamed = await runStream(h, channel.key, { payload: "too long" });
+      expect(streamed.events.at(-1)).toEqual({ type: "error", errorText: "The flow ran longer than the channel's limit of 1 s and was stopped." });
+      expect(streamedText(streamed.events)).toMatch(/^word1 /);
+    });
+
     it("slow streams 50 words as they are produced, not buffered to the end", async () => {
       const channel = await h.channel({ flow: "slow" });
       const response = await execute(h, channel.key, { payload: "go", stream: true });

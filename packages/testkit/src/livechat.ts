@@ -305,6 +305,10 @@ export function liveChatTests(h: Harness): void {
       await expectError(await patch({ livechat: { status_messages: { waiting: "x" } } }), 422, "validation_error");
       await expectError(await patch({ livechat: { wait_timeout_seconds: 0 } }), 422, "validation_error");
       await expectError(await patch({ livechat: { timeout: 5 } }), 422, "validation_error");
+      // The run time limit is a channel setting of the same PATCH.
+      const limited = await patch({ run_timeout_seconds: 60 });
+      expect((await limited.json()).channel.run_timeout_seconds).toBe(60);
+      await expectError(await patch({ run_timeout_seconds: 0 }), 422, "validation_error");
     });
   });
 }

@@ -1124,6 +1124,7 @@ function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {})
     languages: ["en_US", "fr_FR"],
     livechatMessages: { livechat_waiting: "Please wait" },
     livechatWaitTimeoutSeconds: null,
+    runTimeoutSeconds: null,
     widget: { theme: { position: "bottom-left" } },
     createdAt: at(0),
     updatedAt: at(0),

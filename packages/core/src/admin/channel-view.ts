@@ -20,6 +20,8 @@ export function channelView(channel: ChannelRecord) {
     widget: channel.widget,
     /** Live chat: the status message per conversation mode, and how long a handover waits for an agent (null: 600 s). */
     livechat: { status_messages: channel.livechatMessages, wait_timeout_seconds: channel.livechatWaitTimeoutSeconds },
+    /** How long a run may last before it is stopped as an error (null: 300 s). */
+    run_timeout_seconds: channel.runTimeoutSeconds,
     ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,

@@ -223,6 +223,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           languages: parsed.languages,
           livechatMessages: parsed.livechatMessages,
           livechatWaitTimeoutSeconds: parsed.livechatWaitTimeoutSeconds,
+          runTimeoutSeconds: parsed.runTimeoutSeconds,
           widget: parsed.widget,
           createdAt: now,
           updatedAt: now,

@@ -20,6 +20,13 @@ const waitTimeout = z
   .min(1, "wait_timeout_seconds must be 1 to 86400")
   .max(86_400, "wait_timeout_seconds must be 1 to 86400")
   .nullable();
+/** A run's time limit, in seconds (1 second to 1 day); null for the default, 300. */
+const runTimeout = z
+  .number("run_timeout_seconds must be a number of seconds")
+  .int("run_timeout_seconds must be a whole number of seconds")
+  .min(1, "run_timeout_seconds must be 1 to 86400")
+  .max(86_400, "run_timeout_seconds must be 1 to 86400")
+  .nullable();
 const language = z.string().regex(/^[a-z]{2}_[A-Z]{2}$/, "languages are codes of the form xx_XX, e.g. en_US");
 
 /** Input of `admin.createTenant`. */
@@ -41,6 +48,7 @@ export const createChannelSchema = z.object({
   languages: z.array(language).min(1).default(["en_US"]),
   livechatMessages: statusMessages.default({}),
   livechatWaitTimeoutSeconds: waitTimeout.default(null),
+  runTimeoutSeconds: runTimeout.default(null),
   widget: widgetSettingsSchema.default({}),
 });
 
@@ -58,6 +66,7 @@ export const updateChannelSchema = z
     /** The live-chat status messages, replacing the whole set. */
     livechatMessages: statusMessages,
     livechatWaitTimeoutSeconds: waitTimeout,
+    runTimeoutSeconds: runTimeout,
     /** The widget settings, replacing the whole set (see `docs/widget.md`). */
     widget: widgetSettingsSchema,
   })
@@ -98,6 +107,7 @@ export const patchChannelBodySchema = z.strictObject(
     default_stream: z.boolean("default_stream must be a boolean").optional(),
     languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
     widget: widgetSettingsSchema.optional(),
+    run_timeout_seconds: runTimeout.optional(),
     livechat: z
       .strictObject(
         {

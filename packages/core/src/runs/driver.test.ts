@@ -210,6 +210,7 @@ beforeAll(async () => {
     languages: [],
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
+    runTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,

@@ -235,6 +235,10 @@ async function* runFlow(
   let status: RunEnd["status"] = "success";
   let result: unknown = null;
   let error: string | null = null;
+  // A flow that runs past its channel's limit is stopped through the run's own abort.
+  const limitSeconds = input.channel.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
+  const limit = setTimeout(() => abort.abort(new RunTimedOut(limitSeconds)), limitSeconds * 1000);
+  (limit as { unref?: () => void }).unref?.();
   const iterator = flowIterator(input.flow, ctx);
   // Each wait for the flow's next event also ends when the run aborts, so that a flow that
   // ignores its signal is not waited for. One listener for the whole run, rather than a race
@@ -274,8 +278,14 @@ async function* runFlow(
   } finally {
     wake = null;
     unlisten();
+    clearTimeout(limit);
   }
-  if (status === "cancelled") {
+  if (status === "cancelled" && abort.reason instanceof RunTimedOut) {
+    // Not the client's doing: the flow failed to end in time, and the run says so.
+    status = "error";
+    error = abort.reason.message;
+    void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
+  } else if (status === "cancelled") {
     // The flow may be suspended inside its own await; it is told through ctx.signal.
     void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
   }
@@ -340,6 +350,17 @@ function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
 }
 
 const ABORTED = Symbol("aborted");
+
+/** How long a run may last when its channel sets no limit, in seconds. */
+export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
+
+/** Why a run that ran past its channel's limit was stopped. */
+class RunTimedOut extends Error {
+  constructor(seconds: number) {
+    super(`The flow ran longer than the channel's limit of ${seconds} s and was stopped.`);
+    this.name = "RunTimedOut";
+  }
+}
 
 /** The events of a flow that has nothing to do. */
 const NO_EVENTS: AsyncIterator<FlowEvent, unknown> = { next: async () => ({ done: true, value: null }) };

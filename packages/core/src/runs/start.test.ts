@@ -53,6 +53,7 @@ async function setup() {
     languages: [],
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
+    runTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,

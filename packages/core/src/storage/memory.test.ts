@@ -26,6 +26,7 @@ function channel(tenantId: string): ChannelRecord {
     languages: [],
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
+    runTimeoutSeconds: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,

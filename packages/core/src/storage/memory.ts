@@ -586,6 +586,7 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     languages: JSON.stringify(channel.languages),
     livechatMessages: JSON.stringify(channel.livechatMessages),
     livechatWaitTimeoutSeconds: channel.livechatWaitTimeoutSeconds ?? null,
+    runTimeoutSeconds: channel.runTimeoutSeconds ?? null,
     widget: JSON.stringify(channel.widget),
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
@@ -616,6 +617,7 @@ function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
   if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
   if (patch.livechatMessages !== undefined) row.livechatMessages = JSON.stringify(patch.livechatMessages);
   if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechatWaitTimeoutSeconds = patch.livechatWaitTimeoutSeconds;
+  if (patch.runTimeoutSeconds !== undefined) row.runTimeoutSeconds = patch.runTimeoutSeconds;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

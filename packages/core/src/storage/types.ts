@@ -57,6 +57,8 @@ export interface ChannelRecord {
   livechatMessages: Partial<Record<ConversationMode, string>>;
   /** How long a handed-over conversation waits for an agent before it expires, in seconds; null for the default (600). */
   livechatWaitTimeoutSeconds: number | null;
+  /** How long a run may last before it is stopped and stored as an `error`, in seconds; null for the default (300). */
+  runTimeoutSeconds: number | null;
   /** What the channel's chat widget overrides of the defaults (strings per language, theme, features), as validated by the admin. */
   widget: Record<string, unknown>;
   createdAt: string;
@@ -319,6 +321,7 @@ export type ChannelPatch = Partial<
     | "languages"
     | "livechatMessages"
     | "livechatWaitTimeoutSeconds"
+    | "runTimeoutSeconds"
     | "widget"
   >
 >;
