@@ -59,3 +59,18 @@ export function integerValue(name: string, value: string, min: number, max: numb
   if (!(number >= min && number <= max)) throw new UsageError(`--${name} takes an integer from ${min} to ${max}, not "${value}"`);
   return number;
 }
+
+/** Rate limits in the wire's names (`--rate-limits`), checked by `schema`: each problem named. */
+export function rateLimitsValue<T>(
+  name: string,
+  value: string,
+  schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
+): T {
+  const parsed = schema.safeParse(jsonValue(name, value));
+  if (!parsed.success) {
+    throw new UsageError(
+      `--${name}: ${parsed.error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ")}`,
+    );
+  }
+  return parsed.data;
+}

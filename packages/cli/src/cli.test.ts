@@ -146,6 +146,7 @@ describe("channelkit channel create", () => {
       widget: {},
       livechat: { status_messages: {}, wait_timeout_seconds: null },
       run_timeout_seconds: null,
+      rate_limits: {},
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

@@ -1,4 +1,8 @@
 import {
+  channelRateLimitsWireSchema,
+  serviceRateLimitsWireSchema,
+  type ServiceRateLimits,
+  type TrustProxy,
   type AdminAuthOptions,
   adminApi,
   type ChannelAdmin,
@@ -12,7 +16,7 @@ import {
 import { widgetAsset } from "@channelkit/widget/plugin";
 import { demoFlows } from "@channelkit/core/demo";
 import { serve } from "@channelkit/node";
-import { booleanValue, integerValue, jsonValue, oneOf, parse, required } from "./args.js";
+import { booleanValue, integerValue, jsonValue, oneOf, parse, rateLimitsValue, required } from "./args.js";
 import { signAdminToken } from "./admin-token.js";
 import { type DemoWidget, provisionDemo } from "./demo.js";
 import { demoPage } from "./demo-page.js";
@@ -52,7 +56,14 @@ function adminOptions(env: NodeJS.ProcessEnv, development: boolean): AdminAuthOp
 async function openService(
   db: string | undefined,
   io: Io,
-  serving?: { turnLeaseMs?: number; adminDevMode: boolean; livechat: LiveChatChoice; plugins: ChannelPlugin[] },
+  serving?: {
+    turnLeaseMs?: number;
+    adminDevMode: boolean;
+    livechat: LiveChatChoice;
+    plugins: ChannelPlugin[];
+    rateLimits: Partial<ServiceRateLimits> | false;
+    trustProxy: TrustProxy;
+  },
 ): Promise<ChannelService> {
   const storage = await openStorage(resolveDb(db, io.env));
   // One options object for the admin routes and the inbox: they verify the same tokens.
@@ -60,6 +71,7 @@ async function openService(
   return createChannelService({
     storage,
     turnLeaseMs: serving?.turnLeaseMs,
+    ...(serving ? { rateLimits: serving.rateLimits, trustProxy: serving.trustProxy } : {}),
     plugins: serving ? [adminApi(admin), ...serving.plugins] : [],
     livechat: serving ? liveChatProvider(serving.livechat, admin, io.env) : undefined,
     flows: demoFlows,
@@ -164,6 +176,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       widget: { type: "string" },
       livechat: { type: "string" },
       "run-timeout-seconds": { type: "string" },
+      "rate-limits": { type: "string" },
     },
     1,
   );
@@ -179,6 +192,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     languages: list(values.languages),
     widget: jsonValue("widget", values.widget),
     runTimeoutSeconds: values["run-timeout-seconds"] === undefined ? undefined : integerValue("run-timeout-seconds", values["run-timeout-seconds"], 1, 86_400),
+    rateLimits: values["rate-limits"] === undefined ? undefined : rateLimitsValue("rate-limits", values["rate-limits"], channelRateLimitsWireSchema),
     ...livechat,
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
@@ -251,7 +265,13 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "admin-dev-mode": { type: "boolean" },
     livechat: { type: "string" },
     "drain-ms": { type: "string" },
+    "rate-limits": { type: "string" },
+    "trust-proxy": { type: "string" },
   });
+  const rawLimits = values["rate-limits"];
+  const rateLimits = rawLimits === undefined ? {} : rawLimits === "off" ? false : rateLimitsValue("rate-limits", rawLimits, serviceRateLimitsWireSchema);
+  const rawTrust = values["trust-proxy"] ?? "false";
+  const trustProxy = rawTrust === "true" ? true : rawTrust === "false" ? false : integerValue("trust-proxy", rawTrust, 0, 100);
   const drainMs = integerValue("drain-ms", values["drain-ms"] ?? "10000", 0, 3_600_000);
   const livechat = oneOf("livechat", values.livechat, ["inbox", "bridge", "off"] as const) ?? "inbox";
   const rawPort = values.port ?? io.env.PORT ?? "3000";
@@ -267,7 +287,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   // page at `/` learns its key once the demo is provisioned, after the server listens.
   let demoWidget: DemoWidget | null = null;
   const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
-  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, livechat, plugins });
+  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, livechat, plugins, rateLimits, trustProxy });
   const server = await serve(service, { port, host });
   if (values.demo) demoWidget = await provisionDemo(service, server.url, resolveDb(values.db, io.env), io);
   io.out(`listening on ${server.url}`);

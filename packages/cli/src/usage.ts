@@ -15,7 +15,7 @@ export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
   serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000] [--admin-dev-mode]
-        [--livechat inbox|bridge|off] [--drain-ms 10000]
+        [--livechat inbox|bridge|off] [--drain-ms 10000] [--rate-limits JSON|off] [--trust-proxy N]
   migrate
   tenant create --name NAME
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
@@ -25,7 +25,7 @@ Commands:
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
                  [--languages en_US,fr_FR] [--widget JSON] [--livechat JSON]
-                 [--run-timeout-seconds 300]
+                 [--run-timeout-seconds 300] [--rate-limits JSON]
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

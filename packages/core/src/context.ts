@@ -3,6 +3,7 @@ import type { TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
 import type { FlowIdentity } from "./runs/json.js";
 import type { LiveChat } from "./livechat/live-chat.js";
+import type { RateLimiter } from "./ratelimit/limiter.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { Storage } from "./storage/types.js";
 
@@ -32,4 +33,6 @@ export interface ServiceContext {
   runs: RunLifecycle;
   /** Live chat: its mode machine, its provider and its feed between instances. */
   livechat: LiveChat;
+  /** The rate limits: a route counts a request once it knows who sends it. */
+  limits: RateLimiter;
 }

@@ -5,7 +5,35 @@
  */
 
 // Host app: the service, its options, its administration.
-export { createChannelService, type ChannelService, type ChannelServiceOptions, type ServiceRoute } from "./service.js";
+export {
+  createChannelService,
+  type ChannelService,
+  type ChannelServiceOptions,
+  type ConnectionInfo,
+  type RateLimitOptions,
+  type ServiceRoute,
+} from "./service.js";
+// Rate limits: their rules, where they count (a store of your own, e.g. on Redis), and the
+// limiter a plugin's route counts its requests with.
+export {
+  channelRateLimitsWireSchema,
+  serviceRateLimitsWireSchema,
+  DEFAULT_RATE_LIMITS,
+  type ChannelRateLimits,
+  type RateLimitRule,
+  type RateLimitSetting,
+  type ServiceRateLimits,
+} from "./ratelimit/rules.js";
+export {
+  flexibleRateLimitStore,
+  memoryRateLimitStore,
+  type FlexibleLimiter,
+  type FlexibleLimiterOptions,
+  type RateLimitCount,
+  type RateLimitStore,
+} from "./ratelimit/store.js";
+export type { RateLimiter } from "./ratelimit/limiter.js";
+export type { TrustProxy } from "./ratelimit/address.js";
 export type { Logger } from "./context.js";
 export type { ChannelAdmin, CreatedChannel } from "./admin/operations.js";
 export type { ChannelView } from "./admin/channel-view.js";
@@ -61,7 +89,7 @@ export type { ServiceContext, RegisteredFlow } from "./context.js";
 export type { SecretBox } from "./auth/secret-box.js";
 // Authenticating a request by its channel key, and running a flow from a route: the one
 // way every channel runs one.
-export { authenticateApiKey } from "./auth/authenticate.js";
+export { authenticateApiKey, authenticateRequest } from "./auth/authenticate.js";
 export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
 export type { RunSteps, TextPart } from "./runs/driver.js";
 export type { RunOutcome } from "./runs/outcome.js";

@@ -16,6 +16,10 @@ import { Router } from "./http/router.js";
 import { inProcessFeed } from "./livechat/feed.js";
 import { LiveChat } from "./livechat/live-chat.js";
 import type { LiveChatProvider } from "./livechat/provider.js";
+import { trustedHops, type TrustProxy } from "./ratelimit/address.js";
+import { RateLimiter } from "./ratelimit/limiter.js";
+import { DEFAULT_RATE_LIMITS, serviceRateLimitsSchema, type ServiceRateLimits } from "./ratelimit/rules.js";
+import { memoryRateLimitStore, type RateLimitStore } from "./ratelimit/store.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import type { ChannelPlugin } from "./plugins.js";
 import type { Storage } from "./storage/types.js";
@@ -57,6 +61,34 @@ export interface ChannelServiceOptions {
    * the conversation's next run takes over after at most this long.
    */
   turnLeaseMs?: number;
+  /**
+   * Rate limits (see docs/security.md): each limit a `{ requests, windowSeconds }` rule or
+   * `false` for none, replacing its default; `store` is where they count (default: the
+   * storage's own table, shared by every instance on the database, else this process's
+   * memory). `false` turns rate limiting off. Channels may set their own
+   * (`admin.updateChannel(id, { rateLimits })`).
+   */
+  rateLimits?: RateLimitOptions | false;
+  /**
+   * Whether the client's address (counted by the rate limits) is read from `X-Forwarded-For`:
+   * `false` (the default) takes the socket's peer; `true` or a number trusts that many proxies
+   * in front of the service, and takes the address the farthest of them saw. Set it only
+   * behind proxies that append to `X-Forwarded-For`: without them, any client could send the
+   * header and pick its own address.
+   */
+  trustProxy?: TrustProxy;
+}
+
+/** The `rateLimits` option: {@link ServiceRateLimits} to replace, and where to count. */
+export interface RateLimitOptions extends Partial<ServiceRateLimits> {
+  /** Where the limits count: default the storage's own store, else this process's memory. */
+  store?: RateLimitStore;
+}
+
+/** What an adapter knows of a request's connection, beyond the Web `Request`. */
+export interface ConnectionInfo {
+  /** The socket's peer address, e.g. `203.0.113.7` (see `trustProxy`). */
+  clientAddress?: string | undefined;
 }
 
 /** One route a service answers: a method and a path pattern, `:name` segments for parameters. */
@@ -69,8 +101,12 @@ export interface ServiceRoute {
 
 /** A running channel service. */
 export interface ChannelService {
-  /** Answers one request of the public contract. Every adapter calls this. */
-  handler(request: Request): Promise<Response>;
+  /**
+   * Answers one request of the public contract. Every adapter calls this. Pass the
+   * connection's client address where the runtime tells it (a Web `Request` does not carry
+   * it): the rate limits per address count only requests whose address is known.
+   */
+  handler(request: Request, connection?: ConnectionInfo): Promise<Response>;
   /**
    * What {@link handler} does, answering a {@link Reply} instead of a Web `Response`, for
    * adapters that write the reply themselves: on Node 20, a `Request` and a `Response` with
@@ -78,7 +114,7 @@ export interface ChannelService {
    * Express and Fastify adapters) uses this; `request` may be a `Request` or the adapter's
    * own {@link IncomingRequest}.
    */
-  dispatch(request: IncomingRequest): Promise<Reply>;
+  dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply>;
   /**
    * Every route {@link handler} answers, plugins' routes included. Framework adapters
    * register exactly these paths in the host app, so the host's other routes and its own
@@ -140,6 +176,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       estimateTokens: options.estimateTokens ?? defaultEstimate,
     }),
     production,
+    limits: rateLimiter(options),
   };
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
@@ -154,7 +191,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     }
   }
 
-  async function dispatch(request: IncomingRequest): Promise<Reply> {
+  async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
+    if (connection?.clientAddress) ctx.limits.remember(request, connection.clientAddress);
     let reply: Reply;
     try {
       const pathname = pathWithin(pathnameOf(request.url), basePath);
@@ -164,13 +202,17 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       reply = answer instanceof Response ? fromResponse(answer) : answer;
     } catch (error) {
       if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error);
-      reply = errorReply(isServiceError(error) ? error : new ServiceError("runtime_error", undefined, { cause: error }));
+      reply = errorReply(
+        isServiceError(error) ? await ctx.limits.afterRefusal(request, error) : new ServiceError("runtime_error", undefined, { cause: error }),
+      );
     }
+    const limited = ctx.limits.headersOf(request);
+    if (limited !== undefined) Object.assign(reply.headers, limited);
     return withCors(request, reply);
   }
 
   return {
-    handler: async (request) => toResponse(await dispatch(request)),
+    handler: async (request, connection) => toResponse(await dispatch(request, connection)),
     dispatch,
     routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
@@ -185,6 +227,19 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       await options.storage.close();
     },
   };
+}
+
+/** The service's rate limiter, from its options: the defaults where they say nothing. */
+function rateLimiter(options: ChannelServiceOptions): RateLimiter {
+  const hops = trustedHops(options.trustProxy);
+  if (options.rateLimits === false) return new RateLimiter(null, memoryRateLimitStore(), hops);
+  const { store, ...limits } = options.rateLimits ?? {};
+  const checked = serviceRateLimitsSchema.safeParse(limits);
+  if (!checked.success)
+    throw new TypeError(
+      `channelkit: invalid rateLimits option: ${checked.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`,
+    );
+  return new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...checked.data }, store ?? options.storage.rateLimits ?? memoryRateLimitStore(), hops);
 }
 
 /** `NODE_ENV` where a `process` global exists (Node, Bun, Deno's compatibility layer). */

@@ -29,9 +29,29 @@ export function channelkit(service: MountableService): Hono {
   const app = new Hono();
   for (const path of new Set(service.routes.map((route) => route.path))) {
     const depth = segments(path).length;
-    app.all(path, async (c) => service.handler(await serviceRequest(c, depth)));
+    app.all(path, async (c) => service.handler(await serviceRequest(c, depth), { clientAddress: clientAddress(c) }));
   }
   return app;
+}
+
+/**
+ * The client's address as the runtime tells it, for the rate limits per address: the
+ * `IncomingMessage` of @hono/node-server, `server.requestIP()` on Bun, the `remoteAddr` of
+ * `Deno.serve`'s info. Elsewhere (Cloudflare Workers, whose address is a header only its own
+ * edge can vouch for) it is unknown, and only the limits that do not count by address apply.
+ */
+function clientAddress(c: Context): string | undefined {
+  const env = c.env as
+    | {
+        incoming?: { socket?: { remoteAddress?: string } };
+        requestIP?: (request: Request) => { address: string } | null;
+        remoteAddr?: { hostname?: string };
+      }
+    | undefined;
+  if (env === undefined || env === null || typeof env !== "object") return undefined;
+  if (env.incoming?.socket?.remoteAddress) return env.incoming.socket.remoteAddress;
+  if (typeof env.requestIP === "function") return env.requestIP(c.req.raw)?.address ?? undefined;
+  return env.remoteAddr?.hostname;
 }
 
 /** The request as the service must see it: the path below the mount point, the exact body. */

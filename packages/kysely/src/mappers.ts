@@ -32,6 +32,7 @@ export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> 
     widget: JSON.stringify(channel.widget),
     livechat_wait_timeout_seconds: channel.livechatWaitTimeoutSeconds ?? null,
     run_timeout_seconds: channel.runTimeoutSeconds ?? null,
+    rate_limits: channel.rateLimits ? JSON.stringify(channel.rateLimits) : null,
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -58,6 +59,7 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     widget: fromJson(row.widget, {}),
     livechatWaitTimeoutSeconds: row.livechat_wait_timeout_seconds === null ? null : Number(row.livechat_wait_timeout_seconds),
     runTimeoutSeconds: row.run_timeout_seconds === null || row.run_timeout_seconds === undefined ? null : Number(row.run_timeout_seconds),
+    rateLimits: fromJson(row.rate_limits ?? null, null),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

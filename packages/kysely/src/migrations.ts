@@ -5,6 +5,7 @@ import { conversationLanguage } from "./migration-0004-conversation-language.js"
 import { channelWidget } from "./migration-0005-channel-widget.js";
 import { liveChat } from "./migration-0006-live-chat.js";
 import { runTimeout } from "./migration-0007-run-timeout.js";
+import { rateLimits } from "./migration-0008-rate-limits.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -122,6 +123,7 @@ export const migrations: Record<string, Migration> = {
   "0005_channel_widget": channelWidget,
   "0006_live_chat": liveChat,
   "0007_run_timeout": runTimeout,
+  "0008_rate_limits": rateLimits,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -5,6 +5,7 @@ import type { Database } from "./schema.js";
 import { pgDriver } from "./drivers.js";
 import { type Executor, runBody } from "./executor.js";
 import { FEED_CHANNEL, postgresFeed } from "./postgres-feed.js";
+import { postgresRateLimits } from "./rate-limits.js";
 import { KyselyStorage } from "./storage.js";
 
 /**
@@ -80,6 +81,7 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
       if (owned) await db.destroy();
     }),
     (exec) => postgresFeed(clientConfig, async (payload) => exec.rows(sql`select pg_notify(${FEED_CHANNEL}, ${payload})`.compile(db))),
+    postgresRateLimits(pool),
   );
 }
 

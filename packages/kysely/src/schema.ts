@@ -53,6 +53,8 @@ export interface ChannelsTable {
   widget: Generated<string>;
   livechat_wait_timeout_seconds: number | null;
   run_timeout_seconds: number | null;
+  /** JSON text of the channel's own rate limits, or null for the service's. */
+  rate_limits: string | null;
 }
 
 export interface ApiKeysTable {
@@ -167,6 +169,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "widget",
   "livechat_wait_timeout_seconds",
   "run_timeout_seconds",
+  "rate_limits",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(

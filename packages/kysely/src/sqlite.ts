@@ -5,6 +5,7 @@ import { type Executor, kyselyExecutor, runBodySync } from "./executor.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
 import { sqliteFeed } from "./sqlite-feed.js";
+import { sqliteRateLimits } from "./rate-limits.js";
 import { KyselyStorage } from "./storage.js";
 
 /** Options of {@link sqlite}. */
@@ -26,7 +27,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  return new KyselyStorage(db, sqliteExecutor(database, kyselyExecutor(db)), () => sqliteFeed(database));
+  return new KyselyStorage(db, sqliteExecutor(database, kyselyExecutor(db)), () => sqliteFeed(database), sqliteRateLimits(database));
 }
 
 /**

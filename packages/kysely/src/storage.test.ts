@@ -80,6 +80,7 @@ function channelRecord(tenantId: string): ChannelRecord {
     livechatMessages: { livechat_waiting: "Please wait" },
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    rateLimits: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,
@@ -191,6 +192,7 @@ describe("migrate", () => {
       "0005_channel_widget",
       "0006_live_chat",
       "0007_run_timeout",
+      "0008_rate_limits",
     ]);
   });
 
@@ -204,7 +206,7 @@ describe("migrate", () => {
     const channel = channelRecord(tenant.id);
     const { channelToRow } = await import("./mappers.js");
     // The row as 0001 knew it: columns of later migrations left out.
-    const { widget: _widget, livechat_wait_timeout_seconds: _timeout, run_timeout_seconds: _runTimeout, ...row0001 } = channelToRow(channel);
+    const { widget: _widget, livechat_wait_timeout_seconds: _timeout, run_timeout_seconds: _runTimeout, rate_limits: _rateLimits, ...row0001 } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();
     const conversationId = randomUUID();
     await db

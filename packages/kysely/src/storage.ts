@@ -14,6 +14,7 @@ import type {
   LiveChatUpdate,
   LiveFeed,
   MessageRecord,
+  RateLimitStore,
   RunTicket,
   Storage,
   StoreRunInput,
@@ -53,13 +54,16 @@ export class KyselyStorage implements Storage {
   readonly #queries: ReturnType<typeof requestPathQueries>;
   /** The feed between the processes on this database: `NOTIFY` on Postgres, a table on SQLite; none on a Kysely of your own. */
   readonly feed?: LiveFeed;
+  /** Where the rate limits count: a table of this database (rate-limiter-flexible's), shared by every instance on it. */
+  readonly rateLimits?: RateLimitStore;
 
   /** @internal Use `sqlite()`, `postgres()` or `openStorage()`. */
-  constructor(db: Kysely<Database>, executor: Executor, feed?: (exec: Executor) => LiveFeed) {
+  constructor(db: Kysely<Database>, executor: Executor, feed?: (exec: Executor) => LiveFeed, rateLimits?: RateLimitStore) {
     this.db = db;
     this.#exec = executor;
     this.#queries = requestPathQueries(db);
     if (feed) this.feed = feed(executor);
+    if (rateLimits) this.rateLimits = rateLimits;
   }
 
   migrate(): Promise<void> {
@@ -67,6 +71,7 @@ export class KyselyStorage implements Storage {
   }
 
   async close(): Promise<void> {
+    await this.rateLimits?.close?.();
     await this.feed?.close();
     return this.#exec.close();
   }
@@ -484,6 +489,7 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.livechatMessages !== undefined) row.livechat_messages = JSON.stringify(patch.livechatMessages);
   if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechat_wait_timeout_seconds = patch.livechatWaitTimeoutSeconds;
   if (patch.runTimeoutSeconds !== undefined) row.run_timeout_seconds = patch.runTimeoutSeconds;
+  if (patch.rateLimits !== undefined) row.rate_limits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

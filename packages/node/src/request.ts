@@ -72,6 +72,11 @@ export class NodeIncomingRequest implements IncomingRequest {
     return this.#client.onGone(listener);
   }
 
+  /** The socket's peer address, which the rate limits count by (see `trustProxy`). */
+  get clientAddress(): string | undefined {
+    return this.#req.socket.remoteAddress;
+  }
+
   /** The request's headers, as received. */
   get headers(): RequestHeaders {
     this.#headers ??= new NodeRequestHeaders(this.#req);

@@ -1125,6 +1125,7 @@ function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {})
     livechatMessages: { livechat_waiting: "Please wait" },
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    rateLimits: null,
     widget: { theme: { position: "bottom-left" } },
     createdAt: at(0),
     updatedAt: at(0),

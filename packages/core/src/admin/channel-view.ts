@@ -1,3 +1,4 @@
+import { channelRateLimitsView } from "../ratelimit/rules.js";
 import type { ChannelRecord } from "../storage/types.js";
 
 /** A channel as the contract shows it: never the key, never the signing secret. */
@@ -22,6 +23,8 @@ export function channelView(channel: ChannelRecord) {
     livechat: { status_messages: channel.livechatMessages, wait_timeout_seconds: channel.livechatWaitTimeoutSeconds },
     /** How long a run may last before it is stopped as an error (null: 300 s). */
     run_timeout_seconds: channel.runTimeoutSeconds,
+    /** The channel's own rate limits, in the wire's names; a name left out takes the service's (see docs/security.md). */
+    rate_limits: channelRateLimitsView(channel.rateLimits ?? {}),
     ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,

@@ -224,6 +224,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           livechatMessages: parsed.livechatMessages,
           livechatWaitTimeoutSeconds: parsed.livechatWaitTimeoutSeconds,
           runTimeoutSeconds: parsed.runTimeoutSeconds,
+          rateLimits: parsed.rateLimits,
           widget: parsed.widget,
           createdAt: now,
           updatedAt: now,

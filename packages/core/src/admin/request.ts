@@ -27,6 +27,7 @@ export async function adminRequest(
   operation?: { name: AuditOperation; channelId: string },
 ): Promise<AdminRequest> {
   const credentials = await authenticate(request);
+  await ctx.limits.forTenant(request, credentials.tenantId);
   const caller = { actor: credentials.actor, via: "http" as const, tenantId: credentials.tenantId };
   if (!credentials.allowed) {
     const error = new ServiceError("forbidden");

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { widgetSettingsSchema } from "../channels/widget/settings.js";
 import { integerParam } from "../http/validate.js";
+import { channelRateLimitsSchema, channelRateLimitsWireSchema } from "../ratelimit/rules.js";
 
 const environment = z.enum(["prod", "dev", "staging"]);
 const origin = z.string().refine((value) => {
@@ -49,6 +50,8 @@ export const createChannelSchema = z.object({
   livechatMessages: statusMessages.default({}),
   livechatWaitTimeoutSeconds: waitTimeout.default(null),
   runTimeoutSeconds: runTimeout.default(null),
+  /** The channel's own rate limits, each replacing the service's (see docs/security.md). */
+  rateLimits: channelRateLimitsSchema.nullable().default(null),
   widget: widgetSettingsSchema.default({}),
 });
 
@@ -67,6 +70,8 @@ export const updateChannelSchema = z
     livechatMessages: statusMessages,
     livechatWaitTimeoutSeconds: waitTimeout,
     runTimeoutSeconds: runTimeout,
+    /** The channel's own rate limits, replacing the whole set; null to take the service's. */
+    rateLimits: channelRateLimitsSchema.nullable(),
     /** The widget settings, replacing the whole set (see `docs/widget.md`). */
     widget: widgetSettingsSchema,
   })
@@ -108,6 +113,8 @@ export const patchChannelBodySchema = z.strictObject(
     languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
     widget: widgetSettingsSchema.optional(),
     run_timeout_seconds: runTimeout.optional(),
+    /** Replaces the whole set; null for the service's limits. */
+    rate_limits: channelRateLimitsWireSchema.optional(),
     livechat: z
       .strictObject(
         {

@@ -1,3 +1,4 @@
+import type { ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import type { IncomingRequest } from "../http/reply.js";
 import type { KeyWithChannel, Storage } from "../storage/types.js";
@@ -59,5 +60,15 @@ export async function authenticateApiKey(
   if (parsed.prefix === "svc_pub_" && origin !== null && !channel.allowedOrigins.includes(origin)) {
     throw new ServiceError("origin_not_allowed");
   }
+  return found;
+}
+
+/**
+ * {@link authenticateApiKey} for a route of the service: the key's request counted against
+ * the rate limits once the key is known to be valid (429 `rate_limited` when over).
+ */
+export async function authenticateRequest(request: WithHeaders, ctx: ServiceContext, options?: { publicKeyOnly?: boolean }): Promise<KeyWithChannel> {
+  const found = await authenticateApiKey(request, ctx.storage, new Date(), options);
+  await ctx.limits.forKey(request, found);
   return found;
 }

@@ -13,6 +13,8 @@ export function withCors(request: IncomingRequest, reply: Reply): Reply {
   reply.headers["access-control-allow-origin"] = origin;
   const vary = reply.headers.vary;
   reply.headers.vary = vary === undefined ? "Origin" : `${[vary].flat().join(", ")}, Origin`;
+  // A page's script reads only the safelisted response headers unless told: these say when to retry.
+  if (reply.headers.ratelimit !== undefined) reply.headers["access-control-expose-headers"] = "Retry-After, RateLimit, RateLimit-Policy";
   return reply;
 }
 

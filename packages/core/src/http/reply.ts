@@ -22,6 +22,8 @@ export interface IncomingRequest {
   arrayBuffer(): Promise<ArrayBuffer>;
   /** The whole body as bytes, where the runtime offers it (newer `Request`s do): no copy into an `ArrayBuffer`. */
   bytes?(): Promise<Uint8Array>;
+  /** The socket's peer address, where the adapter knows it: the rate limits per client address count by it. */
+  readonly clientAddress?: string | undefined;
 }
 
 /**

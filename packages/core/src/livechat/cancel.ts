@@ -1,4 +1,4 @@
-import { authenticateApiKey } from "../auth/authenticate.js";
+import { authenticateRequest } from "../auth/authenticate.js";
 import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
 import type { ServiceContext } from "../context.js";
 import type { IncomingRequest, Reply } from "../http/reply.js";
@@ -12,7 +12,7 @@ import { liveChatView } from "./view.js";
  * chat is waiting or active. Answers the conversation's live chat as it is now.
  */
 export async function cancelLiveChat(request: IncomingRequest, conversationId: string, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
+  const { channel } = await authenticateRequest(request, ctx);
   const conversation = await conversationOrDetail(ctx.storage, channel, conversationId);
   if (isDetailReply(conversation)) return conversation;
   const state = await ctx.livechat.cancel(conversation.id, channel.tenantId);

@@ -1,4 +1,4 @@
-import { authenticateApiKey } from "../auth/authenticate.js";
+import { authenticateRequest } from "../auth/authenticate.js";
 import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
 import type { ServiceContext } from "../context.js";
 import { messageView } from "../conversations/message-view.js";
@@ -21,7 +21,7 @@ const PAGE = 100;
  * without it the stream starts from now.
  */
 export async function conversationEvents(request: IncomingRequest, conversationId: string, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
+  const { channel } = await authenticateRequest(request, ctx);
   const conversation = await conversationOrDetail(ctx.storage, channel, conversationId);
   if (isDetailReply(conversation)) return conversation;
   const after = afterTurn(request) ?? conversation.nextTurn - 1;

@@ -211,6 +211,7 @@ beforeAll(async () => {
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    rateLimits: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,

@@ -1,3 +1,5 @@
+import { RateLimiter } from "../ratelimit/limiter.js";
+import { memoryRateLimitStore } from "../ratelimit/store.js";
 import { describe, expect, it } from "vitest";
 import { createSecretBox } from "../auth/secret-box.js";
 import type { RegisteredFlow, ServiceContext } from "../context.js";
@@ -54,6 +56,7 @@ async function setup() {
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    rateLimits: null,
     widget: {},
     createdAt: NOW,
     updatedAt: NOW,
@@ -82,6 +85,7 @@ async function setup() {
     runs: new RunLifecycle({ logger: silent, leaseMs: 30_000 }),
     livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens }),
     production: false,
+    limits: new RateLimiter(null, memoryRateLimitStore(), 0),
   };
   const request = { signal: new AbortController().signal };
   const start = (payload: string, live: boolean, conversationId?: string) =>

@@ -39,8 +39,9 @@ interface TenantRow {
   createdAt: string;
 }
 
-interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages" | "widget"> {
+interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages" | "widget" | "rateLimits"> {
   widget: string;
+  rateLimits: string | null;
   allowedOrigins: string;
   languages: string;
   livechatMessages: string;
@@ -587,6 +588,7 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     livechatMessages: JSON.stringify(channel.livechatMessages),
     livechatWaitTimeoutSeconds: channel.livechatWaitTimeoutSeconds ?? null,
     runTimeoutSeconds: channel.runTimeoutSeconds ?? null,
+    rateLimits: channel.rateLimits ? JSON.stringify(channel.rateLimits) : null,
     widget: JSON.stringify(channel.widget),
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
@@ -600,6 +602,7 @@ function rowToChannel(row: ChannelRow): ChannelRecord {
     languages: fromJson(row.languages, []),
     livechatMessages: fromJson(row.livechatMessages, {}),
     widget: fromJson(row.widget, {}),
+    rateLimits: fromJson(row.rateLimits, null),
   };
 }
 
@@ -618,6 +621,7 @@ function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
   if (patch.livechatMessages !== undefined) row.livechatMessages = JSON.stringify(patch.livechatMessages);
   if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechatWaitTimeoutSeconds = patch.livechatWaitTimeoutSeconds;
   if (patch.runTimeoutSeconds !== undefined) row.runTimeoutSeconds = patch.runTimeoutSeconds;
+  if (patch.rateLimits !== undefined) row.rateLimits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

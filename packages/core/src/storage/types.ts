@@ -3,6 +3,8 @@
  * SQLite and Postgres; every method is one round trip or one transaction, so a change made
  * by any process is seen by every other on its very next request (no cache).
  */
+import type { ChannelRateLimits } from "../ratelimit/rules.js";
+import type { RateLimitStore } from "../ratelimit/store.js";
 
 /** Deployment environment of a channel; keys carry the one they were created for. */
 export type Environment = "prod" | "dev" | "staging";
@@ -59,6 +61,8 @@ export interface ChannelRecord {
   livechatWaitTimeoutSeconds: number | null;
   /** How long a run may last before it is stopped and stored as an `error`, in seconds; null for the default (300). */
   runTimeoutSeconds: number | null;
+  /** The channel's own rate limits, each replacing the service's; null (or a name left out) for the service's. */
+  rateLimits: ChannelRateLimits | null;
   /** What the channel's chat widget overrides of the defaults (strings per language, theme, features), as validated by the admin. */
   widget: Record<string, unknown>;
   createdAt: string;
@@ -322,6 +326,7 @@ export type ChannelPatch = Partial<
     | "livechatMessages"
     | "livechatWaitTimeoutSeconds"
     | "runTimeoutSeconds"
+    | "rateLimits"
     | "widget"
   >
 >;
@@ -410,6 +415,8 @@ export interface Storage {
    * table); absent, the service uses one within its own process only.
    */
   readonly feed?: LiveFeed;
+  /** Where the rate limits count, shared by every instance on this database; without one they count in each process's memory. */
+  readonly rateLimits?: RateLimitStore;
 
   /** Creates a tenant; with `audit`, records the event in the same transaction. */
   createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void>;

@@ -1,4 +1,4 @@
-import { authenticateApiKey } from "../../auth/authenticate.js";
+import { authenticateRequest } from "../../auth/authenticate.js";
 import { checkChannelSignature } from "../../auth/channel-signature.js";
 import type { ServiceContext } from "../../context.js";
 import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
@@ -14,7 +14,7 @@ import { executeRequestSchema } from "./schemas.js";
 
 /** `POST /public/v1/api/execute`: runs the channel's flow, answering JSON or the UI message stream. */
 export async function execute(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
+  const { channel } = await authenticateRequest(request, ctx);
   requireJsonContentType(request);
   const body = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, body, ctx);

@@ -1,4 +1,4 @@
-import { authenticateApiKey } from "../../auth/authenticate.js";
+import { authenticateRequest } from "../../auth/authenticate.js";
 import type { ServiceContext } from "../../context.js";
 import { fitTokenBudget } from "../../conversations/window.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
@@ -11,7 +11,7 @@ import { historyQuerySchema } from "./schemas.js";
 
 /** `GET /public/v1/api/conversations/{session_id}/messages`: the conversation's history. */
 export async function history(request: IncomingRequest, sessionId: string, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
+  const { channel } = await authenticateRequest(request, ctx);
   const params = new URL(request.url).searchParams;
   const query = validate(historyQuerySchema, {
     limit: params.get("limit") ?? undefined,

@@ -16,6 +16,7 @@ export async function webhookRequest(request: IncomingRequest, clientId: string,
   if (!channel || channel.type !== "webhook") throw new ServiceError("channel_not_found", "No webhook channel has this client id.");
   if (channel.state === "archived") throw new ServiceError("channel_archived");
   if (channel.state === "inactive") throw new ServiceError("channel_inactive");
+  await ctx.limits.forWebhook(request, channel);
   requireJsonContentType(request);
   const raw = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, raw, ctx);

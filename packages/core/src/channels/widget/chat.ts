@@ -1,4 +1,4 @@
-import { authenticateApiKey } from "../../auth/authenticate.js";
+import { authenticateRequest } from "../../auth/authenticate.js";
 import { checkChannelSignature } from "../../auth/channel-signature.js";
 import type { ServiceContext } from "../../context.js";
 import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
@@ -15,7 +15,7 @@ import { type ChatTurn, chatTurn } from "./chat-turn.js";
  * checks are execute's, in its order, with publishable keys only.
  */
 export async function chat(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateApiKey(request, ctx.storage, new Date(), { publicKeyOnly: true });
+  const { channel } = await authenticateRequest(request, ctx, { publicKeyOnly: true });
   requireJsonContentType(request);
   const raw = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, raw, ctx);

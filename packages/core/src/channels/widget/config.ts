@@ -1,4 +1,4 @@
-import { authenticateApiKey } from "../../auth/authenticate.js";
+import { authenticateRequest } from "../../auth/authenticate.js";
 import type { ServiceContext } from "../../context.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
@@ -11,7 +11,7 @@ import { widgetConfigQuerySchema } from "./schemas.js";
  * requested language, else the best match of `Accept-Language`, else its first language.
  */
 export async function config(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateApiKey(request, ctx.storage, new Date(), { publicKeyOnly: true });
+  const { channel } = await authenticateRequest(request, ctx, { publicKeyOnly: true });
   const query = validate(widgetConfigQuerySchema, { locale: new URL(request.url).searchParams.get("locale") ?? undefined });
   const locale = resolveLocale(channel.languages, query.locale ?? null, request.headers.get("accept-language"));
   // Settings can change at any time (an admin, another instance): never cached by a browser.

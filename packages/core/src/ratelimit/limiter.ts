@@ -1,0 +1,147 @@
+import { isServiceError, ServiceError } from "../http/errors.js";
+import type { ChannelRecord, KeyWithChannel } from "../storage/types.js";
+import { clientAddress } from "./address.js";
+import { type AppliedLimit, rateLimitHeaders } from "./headers.js";
+import type { CHANNEL_LIMITS, RateLimitSetting, ServiceRateLimits } from "./rules.js";
+import type { RateLimitStore } from "./store.js";
+
+/** What the limiter reads of a request. */
+interface LimitedRequest {
+  readonly headers: { get(name: string): string | null };
+  /** The socket's peer, where the adapter knows it (`@channelkit/node` does). */
+  readonly clientAddress?: string | undefined;
+}
+
+/** Refusals that are a failed authentication: a credential was presented and is wrong. */
+const FAILED_AUTHENTICATION = new Set(["invalid_api_key", "invalid_signature", "signature_expired", "unauthorized"]);
+
+/** What each policy counts, in a refusal's message. */
+const COUNTED = {
+  publishable_key: "this publishable key",
+  server_key: "this server key",
+  client_address: "this client address on this channel",
+  webhook_client: "this webhook channel",
+  failed_auth: "failed authentications from this client address",
+  admin: "admin calls for this tenant",
+} as const;
+type Policy = keyof typeof COUNTED;
+
+/**
+ * The service's rate limits, counted in one {@link RateLimitStore}. Routes count a request
+ * once they know who sends it (`forKey`, `forWebhook`, `forTenant`); the service counts
+ * failed authentications itself, and adds the `RateLimit` headers of what was counted to the
+ * answer. A request over a limit is refused with 429 `rate_limited`.
+ */
+export class RateLimiter {
+  readonly #limits: ServiceRateLimits | null;
+  readonly #store: RateLimitStore;
+  readonly #hops: number;
+  /** The socket address of requests that do not carry their own (a Web `Request`). */
+  readonly #addresses = new WeakMap<object, string>();
+  readonly #applied = new WeakMap<object, AppliedLimit[]>();
+
+  /** @param limits null when rate limiting is off. */
+  constructor(limits: ServiceRateLimits | null, store: RateLimitStore, hops: number) {
+    this.#limits = limits;
+    this.#store = store;
+    this.#hops = hops;
+  }
+
+  /** Remembers the socket address of `request`, for a request object that cannot carry it. */
+  remember(request: object, address: string | undefined): void {
+    if (this.#limits !== null && address) this.#addresses.set(request, address);
+  }
+
+  /** The client's address (see `trustProxy`), or undefined where the adapter cannot tell. */
+  addressOf(request: LimitedRequest): string | undefined {
+    const socket = request.clientAddress ?? this.#addresses.get(request);
+    return clientAddress(socket, this.#hops === 0 ? null : request.headers.get("x-forwarded-for"), this.#hops);
+  }
+
+  /** Counts a request authenticated by a channel key: per key, and per client address for a publishable key. */
+  async forKey(request: LimitedRequest, { key, channel }: KeyWithChannel): Promise<void> {
+    if (this.#limits === null) return;
+    if (key.prefix === "svc_pub_") {
+      await this.#count(request, [
+        ["publishable_key", this.#setting(channel, "publishableKey"), key.id],
+        ["client_address", this.#setting(channel, "clientAddress"), this.#perChannel(request, channel)],
+      ]);
+    } else {
+      // Off by default: backends send thousands of requests a second with one key.
+      const rule = this.#setting(channel, "serverKey");
+      if (rule !== false) await this.#count(request, [["server_key", rule, key.id]]);
+    }
+  }
+
+  /** Counts a request to a webhook channel: per `client_id`, and per client address. */
+  async forWebhook(request: LimitedRequest, channel: ChannelRecord): Promise<void> {
+    if (this.#limits === null) return;
+    await this.#count(request, [
+      ["webhook_client", this.#setting(channel, "webhookClient"), channel.id],
+      ["client_address", this.#setting(channel, "clientAddress"), this.#perChannel(request, channel)],
+    ]);
+  }
+
+  /** Counts an admin call of a tenant. */
+  async forTenant(request: LimitedRequest, tenantId: string): Promise<void> {
+    if (this.#limits === null) return;
+    await this.#count(request, [["admin", this.#limits.admin, tenantId]]);
+  }
+
+  /**
+   * What to answer for a refusal: a failed authentication is counted per client address,
+   * and once that address is over its limit it is 429 instead. A valid key from the same
+   * address is still served: only failures are counted and refused.
+   */
+  async afterRefusal(request: LimitedRequest, error: ServiceError): Promise<ServiceError> {
+    if (this.#limits === null || this.#limits.failedAuth === false || !FAILED_AUTHENTICATION.has(error.code)) return error;
+    const address = this.addressOf(request);
+    if (address === undefined) return error;
+    try {
+      await this.#count(request, [["failed_auth", this.#limits.failedAuth, address]]);
+    } catch (refusal) {
+      // A store that cannot count does not turn a refusal into a failure.
+      return isServiceError(refusal) ? refusal : error;
+    }
+    return error;
+  }
+
+  /** The `RateLimit` headers of what `request` was counted against, if anything. */
+  headersOf(request: object): Record<string, string> | undefined {
+    const applied = this.#applied.get(request);
+    return applied === undefined ? undefined : rateLimitHeaders(applied);
+  }
+
+  #setting(channel: ChannelRecord, name: keyof typeof CHANNEL_LIMITS): RateLimitSetting {
+    return channel.rateLimits?.[name] ?? (this.#limits as ServiceRateLimits)[name];
+  }
+
+  /** The client address on one channel, or undefined when the adapter cannot tell it: that limit is then not counted. */
+  #perChannel(request: LimitedRequest, channel: ChannelRecord): string | undefined {
+    const address = this.addressOf(request);
+    return address === undefined ? undefined : `${channel.id}|${address}`;
+  }
+
+  async #count(request: LimitedRequest, limits: [Policy, RateLimitSetting, string | undefined][]): Promise<void> {
+    const counted = await Promise.all(
+      limits.map(async ([policy, rule, key]): Promise<AppliedLimit | null> => {
+        if (rule === false || key === undefined) return null;
+        return { policy, rule, count: await this.#store.consume(policy, rule, key) };
+      }),
+    );
+    const applied = counted.filter((limit) => limit !== null);
+    if (applied.length === 0) return;
+    const previous = this.#applied.get(request);
+    this.#applied.set(request, previous ? [...previous, ...applied] : applied);
+    const refused = applied.find(({ count }) => !count.allowed);
+    if (refused) {
+      const { policy, rule } = refused;
+      const headers = rateLimitHeaders(this.#applied.get(request) ?? applied);
+      throw new ServiceError(
+        "rate_limited",
+        `Too many requests: the limit is ${rule.requests} per ${rule.windowSeconds} s for ${COUNTED[policy as Policy]}. Retry in ${headers["retry-after"]} s.`,
+        { headers },
+      );
+    }
+  }
+}

@@ -1,0 +1,54 @@
+import { flexibleRateLimitStore, type FlexibleLimiterOptions, type RateLimitStore } from "@channelkit/core";
+import type BetterSqlite3 from "better-sqlite3";
+import type pg from "pg";
+import flexible from "rate-limiter-flexible";
+
+/** The table of migration 0008, in rate-limiter-flexible's own layout. */
+const TABLE = "rate_limit_counters";
+/** How often counts whose window ended an hour ago are deleted. */
+const SWEEP_MS = 5 * 60_000;
+
+/** What both SQL limiters share: the migrated table, a memory fallback, refusals counted in memory. */
+function common(options: FlexibleLimiterOptions) {
+  return {
+    ...options,
+    tableName: TABLE,
+    tableCreated: true,
+    // The sweep is the store's own, stopped by close(): the limiters' timers would outlive the database.
+    clearExpiredByTimeout: false,
+    // While the database cannot be reached, each process counts in its memory rather than fail every request.
+    insuranceLimiter: new flexible.RateLimiterMemory(options),
+    // Once over the limit, a client's further requests are refused from memory until the window ends.
+    inMemoryBlockOnConsumed: options.points + 1,
+  };
+}
+
+/**
+ * A {@link RateLimitStore} in a table of the database, so that every instance sharing it
+ * counts together. Expired counts are deleted every five minutes.
+ */
+function sqlStore(make: (options: FlexibleLimiterOptions) => InstanceType<typeof flexible.RateLimiterStoreAbstract>): RateLimitStore {
+  let sweeper: InstanceType<typeof flexible.RateLimiterStoreAbstract> | undefined;
+  const timer = setInterval(() => {
+    void (sweeper as unknown as { clearExpired(before: number): Promise<unknown> } | undefined)?.clearExpired(Date.now() - 3_600_000)?.catch?.(() => undefined);
+  }, SWEEP_MS);
+  timer.unref?.();
+  return flexibleRateLimitStore(
+    (options) => {
+      const limiter = make(options);
+      sweeper ??= limiter;
+      return limiter;
+    },
+    () => clearInterval(timer),
+  );
+}
+
+/** Rate limits counted in the SQLite file, shared by the processes that open it. */
+export function sqliteRateLimits(database: BetterSqlite3.Database): RateLimitStore {
+  return sqlStore((options) => new flexible.RateLimiterSQLite({ ...common(options), storeClient: database, storeType: "better-sqlite3" }));
+}
+
+/** Rate limits counted in Postgres, shared by every instance on the database. */
+export function postgresRateLimits(pool: pg.Pool): RateLimitStore {
+  return sqlStore((options) => new flexible.RateLimiterPostgres({ ...common(options), storeClient: pool, storeType: "pool" }));
+}
