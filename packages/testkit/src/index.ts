@@ -12,6 +12,7 @@ import { flowTests } from "./flows.js";
 import { Harness } from "./harness.js";
 import { historyTests } from "./history.js";
 import { liveChatTests } from "./livechat.js";
+import { rateLimitTests, serviceRateLimitTests } from "./ratelimit.js";
 import { signatureTests } from "./signature.js";
 import { streamTests } from "./stream.js";
 import { turnTests } from "./turns.js";
@@ -20,6 +21,9 @@ import { widgetTests } from "./widget.js";
 import type { ContractTarget } from "./types.js";
 
 export type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
+
+/** The failed-authentication and admin limits of the third target, small so that its tests send little. */
+const SMALL_RATE_LIMIT = 5;
 
 /** The body limit of the second target, small so that limit tests send little. */
 const SMALL_BODY_LIMIT = 2048;
@@ -60,6 +64,16 @@ export function defineContractSuite(target: ContractTarget): void {
     webhookTests(h);
     widgetTests(h);
     liveChatTests(h);
+
+    rateLimitTests(h);
+
+    describe("with small service rate limits, behind a trusted proxy", () => {
+      const tight = new Harness(target, {
+        rateLimits: { failedAuth: { requests: SMALL_RATE_LIMIT, windowSeconds: 60 }, admin: { requests: SMALL_RATE_LIMIT, windowSeconds: 60 } },
+        trustProxy: 1,
+      });
+      serviceRateLimitTests(tight, SMALL_RATE_LIMIT);
+    });
 
     describe("with a small body limit", () => {
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });

@@ -74,6 +74,8 @@ export function serviceTarget({ name, store, listen, service: serviceOptions }: 
         ...serviceOptions,
         plugins: [adminApi({ secret: ADMIN_JWT_SECRET }), ...(serviceOptions?.plugins ?? [])],
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+        ...(options.rateLimits === undefined ? {} : { rateLimits: options.rateLimits }),
+        ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
       });
       const server = await listen(service);
       return {

@@ -1,4 +1,4 @@
-import type { ChannelAdmin, Storage } from "@channelkit/core";
+import type { ChannelAdmin, ChannelServiceOptions, Storage } from "@channelkit/core";
 
 /** Options the suite starts a target with. */
 export interface ContractTargetOptions {
@@ -7,6 +7,10 @@ export interface ContractTargetOptions {
    * `undefined` means the service default (1 MiB).
    */
   maxBodyBytes?: number;
+  /** The service's `rateLimits` (default: the service's defaults). */
+  rateLimits?: ChannelServiceOptions["rateLimits"];
+  /** The service's `trustProxy` (default: none). */
+  trustProxy?: ChannelServiceOptions["trustProxy"];
 }
 
 /** A channel service listening on a real HTTP socket, as started by {@link ContractTarget.start}. */
