@@ -1,0 +1,71 @@
+/**
+ * The rate limits' stores on the databases: counts shared by every storage opened on one
+ * database (as instances share it), and requests still counted, in memory, while the
+ * database cannot be reached.
+ */
+import { randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { RateLimitStore } from "@channelkit/core";
+import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { afterAll, describe, expect, it } from "vitest";
+import { postgres } from "./postgres.js";
+import { sqlite } from "./sqlite.js";
+import type { KyselyStorage } from "./storage.js";
+
+const RULE = { requests: 5, windowSeconds: 60 };
+
+/** Consumes `count` requests of one key, alternating between the stores, and returns how many were allowed. */
+async function allowedOf(stores: RateLimitStore[], count: number, key: string): Promise<number> {
+  const answers = await Promise.all(Array.from({ length: count }, (_, i) => (stores[i % stores.length] as RateLimitStore).consume("test", RULE, key)));
+  return answers.filter((answer) => answer.allowed).length;
+}
+
+function sharedCounts(open: () => Promise<[KyselyStorage, KyselyStorage]>) {
+  it("two storages on one database count together: exactly the limit is allowed, across both", async () => {
+    const [a, b] = await open();
+    try {
+      const stores = [a.rateLimits, b.rateLimits] as RateLimitStore[];
+      expect(await allowedOf(stores, 12, `k-${randomUUID()}`)).toBe(RULE.requests);
+      // Another key has its own count.
+      expect(await allowedOf(stores, 2, `k-${randomUUID()}`)).toBe(2);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+}
+
+describe("rate limits on SQLite", () => {
+  const files: string[] = [];
+  afterAll(() => Promise.all(files.flatMap((file) => ["", "-wal", "-shm"].map((suffix) => rm(file + suffix, { force: true })))));
+  sharedCounts(async () => {
+    const file = join(tmpdir(), `channelkit-limits-${randomUUID()}.db`);
+    files.push(file);
+    const a = sqlite(file);
+    await a.migrate();
+    return [a, sqlite(file)];
+  });
+});
+
+describeWithPostgres("rate limits on Postgres", (serverUrl) => {
+  const drops: (() => Promise<void>)[] = [];
+  afterAll(() => Promise.all(drops.map((drop) => drop())));
+  sharedCounts(async () => {
+    const database = await createTestDatabase(serverUrl);
+    drops.push(() => database.drop());
+    const a = postgres(database.url);
+    await a.migrate();
+    return [a, postgres(database.url)];
+  });
+
+  it("while the database cannot be reached, each process counts in its memory instead of failing the request", async () => {
+    // Nothing listens on port 1: every query fails at once.
+    const storage = postgres("postgres://postgres@127.0.0.1:1/none", { connectionTimeoutMs: 500 });
+    try {
+      expect(await allowedOf([storage.rateLimits as RateLimitStore], 8, "k")).toBe(RULE.requests);
+    } finally {
+      await storage.close();
+    }
+  });
+});
