@@ -13,89 +13,9 @@ import { signRequestBody } from "@channelkit/core";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
+import { type CreatedChannel, execute, type HistoryMessage, type RunDocument, run, type StreamEvent } from "./test-runs.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex"), CHANNELKIT_ADMIN_JWT_SECRET: randomBytes(32).toString("hex") };
-
-interface CreatedChannel {
-  channel: { id: string; client_id?: string };
-  api_key: string;
-  signing_secret: string | null;
-}
-
-interface RunDocument {
-  run_id: string;
-  conversation_id: string;
-  status: string;
-  output: { messages: { role: string; content: string }[] } | null;
-}
-
-interface HistoryMessage {
-  origin: string;
-  role: string;
-  content: string;
-  turn_index: number;
-  run_id: string | null;
-}
-
-interface StreamEvent {
-  type: string;
-  delta?: string;
-  data?: { run_id: string; conversation_id: string };
-}
-
-function execute(
-  server: ServeProcess,
-  key: string,
-  body: Record<string, unknown>,
-  headers: Record<string, string> = {},
-  signal?: AbortSignal,
-): Promise<Response> {
-  return fetch(`${server.url}/public/v1/api/execute`, {
-    signal,
-    method: "POST",
-    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
-/** One run read to its end: the JSON document, or the SSE body with every event. */
-interface Ran {
-  status: number;
-  runId: string;
-  conversationId: string;
-  /** `success` for JSON; for a stream, `success` when it ended with `finish` and no `error`. */
-  outcome: string;
-  reply: string;
-}
-
-async function run(server: ServeProcess, key: string, body: { payload: string; conversation_id?: string; stream?: boolean }): Promise<Ran> {
-  const response = await execute(server, key, body);
-  if (response.status !== 200) return { status: response.status, runId: "", conversationId: "", outcome: await response.text(), reply: "" };
-  if (!body.stream) {
-    const document = (await response.json()) as RunDocument;
-    return {
-      status: 200,
-      runId: document.run_id,
-      conversationId: document.conversation_id,
-      outcome: document.status,
-      reply: (document.output?.messages ?? []).map((m) => m.content).join(""),
-    };
-  }
-  expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-  const events = (await response.text())
-    .split("\n\n")
-    .filter(Boolean)
-    .map((frame) => JSON.parse(frame.replace(/^data: /, "")) as StreamEvent);
-  const first = events[0];
-  const ended = events.at(-1)?.type === "finish" && !events.some((e) => e.type === "error");
-  return {
-    status: 200,
-    runId: first?.type === "data-run" ? (first.data?.run_id ?? "") : "",
-    conversationId: first?.type === "data-run" ? (first.data?.conversation_id ?? "") : "",
-    outcome: ended ? "success" : JSON.stringify(events),
-    reply: events.flatMap((e) => (e.type === "text-delta" ? [e.delta ?? ""] : [])).join(""),
-  };
-}
 
 /** Asserts the execute answered `status` with the envelope's `code`. */
 async function expectRefused(response: Response, status: number, code: string, where: string): Promise<void> {

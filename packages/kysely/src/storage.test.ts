@@ -206,7 +206,13 @@ describe("migrate", () => {
     const channel = channelRecord(tenant.id);
     const { channelToRow } = await import("./mappers.js");
     // The row as 0001 knew it: columns of later migrations left out.
-    const { widget: _widget, livechat_wait_timeout_seconds: _timeout, run_timeout_seconds: _runTimeout, rate_limits: _rateLimits, ...row0001 } = channelToRow(channel);
+    const {
+      widget: _widget,
+      livechat_wait_timeout_seconds: _timeout,
+      run_timeout_seconds: _runTimeout,
+      rate_limits: _rateLimits,
+      ...row0001
+    } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();
     const conversationId = randomUUID();
     await db
