@@ -143,6 +143,7 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     "allowed-origin": { type: "string", multiple: true },
     "default-stream": { type: "boolean" },
     "require-signature": { type: "boolean" },
+    "resumable-streams": { type: "boolean" },
     languages: { type: "string" },
     name: { type: "string" },
   });
@@ -155,6 +156,7 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     allowedOrigins: values["allowed-origin"],
     defaultStream: values["default-stream"],
     requireSignature: values["require-signature"],
+    resumableStreams: values["resumable-streams"],
     languages: list(values.languages),
     name: values.name,
   };
@@ -177,6 +179,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       livechat: { type: "string" },
       "run-timeout-seconds": { type: "string" },
       "rate-limits": { type: "string" },
+      "resumable-streams": { type: "string" },
     },
     1,
   );
@@ -193,6 +196,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     widget: jsonValue("widget", values.widget),
     runTimeoutSeconds: values["run-timeout-seconds"] === undefined ? undefined : integerValue("run-timeout-seconds", values["run-timeout-seconds"], 1, 86_400),
     rateLimits: values["rate-limits"] === undefined ? undefined : rateLimitsValue("rate-limits", values["rate-limits"], channelRateLimitsWireSchema),
+    resumableStreams: booleanValue("resumable-streams", values["resumable-streams"]),
     ...livechat,
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));

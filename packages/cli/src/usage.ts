@@ -20,12 +20,12 @@ Commands:
   tenant create --name NAME
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
                  [--mode server|public] [--allowed-origin ORIGIN]... [--default-stream]
-                 [--require-signature] [--languages en_US,fr_FR] [--name NAME]
+                 [--require-signature] [--resumable-streams] [--languages en_US,fr_FR] [--name NAME]
   channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
                  [--languages en_US,fr_FR] [--widget JSON] [--livechat JSON]
-                 [--run-timeout-seconds 300] [--rate-limits JSON]
+                 [--run-timeout-seconds 300] [--rate-limits JSON] [--resumable-streams true|false]
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

@@ -5,6 +5,7 @@ import type { FlowIdentity } from "./runs/json.js";
 import type { LiveChat } from "./livechat/live-chat.js";
 import type { RateLimiter } from "./ratelimit/limiter.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
+import type { RunStreams } from "./streams/run-streams.js";
 import type { Storage } from "./storage/types.js";
 
 /** Where the service reports what it cannot answer with: failures of its own, warnings. */
@@ -35,4 +36,6 @@ export interface ServiceContext {
   livechat: LiveChat;
   /** The rate limits: a route counts a request once it knows who sends it. */
   limits: RateLimiter;
+  /** Resumable streams: recorded runs, their followers and cancels, across instances. */
+  streams: RunStreams;
 }

@@ -21,6 +21,10 @@ describe("service.routes", () => {
         { method: "GET", path: "/chat/public/v1/api/conversations/:session_id/events" },
         { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/livechat/cancel" },
         { method: "POST", path: "/chat/public/v1/api/conversations/:session_id/livechat/cancel" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/stream" },
+        { method: "GET", path: "/chat/public/v1/api/conversations/:session_id/stream" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/cancel" },
+        { method: "POST", path: "/chat/public/v1/api/conversations/:session_id/cancel" },
         { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/startConversation" },
         { method: "POST", path: "/chat/channels/webhook/:client_id/startConversation" },
         { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/newMessage" },
@@ -29,6 +33,10 @@ describe("service.routes", () => {
         { method: "GET", path: "/chat/public/widget/config" },
         { method: "OPTIONS", path: "/chat/public/widget/chat" },
         { method: "POST", path: "/chat/public/widget/chat" },
+        { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/stream" },
+        { method: "GET", path: "/chat/public/widget/chat/:chat_id/stream" },
+        { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/cancel" },
+        { method: "POST", path: "/chat/public/widget/chat/:chat_id/cancel" },
         { method: "GET", path: "/chat/ping" },
       ]);
       expect(Object.isFrozen(service.routes)).toBe(true);

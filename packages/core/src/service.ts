@@ -21,6 +21,7 @@ import { RateLimiter } from "./ratelimit/limiter.js";
 import { DEFAULT_RATE_LIMITS, serviceRateLimitsSchema, type ServiceRateLimits } from "./ratelimit/rules.js";
 import { memoryRateLimitStore, type RateLimitStore } from "./ratelimit/store.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
+import { RunStreams } from "./streams/run-streams.js";
 import type { ChannelPlugin } from "./plugins.js";
 import type { Storage } from "./storage/types.js";
 
@@ -159,6 +160,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     flows.set(flow.name, { flow, name: flow.name, id: flow.id ?? (await uuidV5(flow.name)), version: flow.version ?? null });
   }
 
+  const feed = options.storage.feed ?? inProcessFeed();
+  const leaseMs = options.turnLeaseMs ?? 30_000;
   const ctx: ServiceContext = {
     storage: options.storage,
     flows,
@@ -167,16 +170,17 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
-    runs: new RunLifecycle({ logger, leaseMs: options.turnLeaseMs ?? 30_000 }),
+    runs: new RunLifecycle({ logger, leaseMs }),
     livechat: new LiveChat({
       storage: options.storage,
-      feed: options.storage.feed ?? inProcessFeed(),
+      feed,
       provider: options.livechat ?? null,
       logger,
       estimateTokens: options.estimateTokens ?? defaultEstimate,
     }),
     production,
     limits: rateLimiter(options),
+    streams: new RunStreams({ store: options.storage.runStreams, feed, logger, leaseMs }),
   };
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
@@ -219,8 +223,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     async close(closeOptions = {}) {
       // Subscriptions never end by themselves: a server waiting for its connections would wait forever.
       ctx.livechat.endStreams();
+      ctx.streams.close();
       await ctx.runs.drain(closeOptions.drainMs ?? 0);
       await ctx.runs.close();
+      await ctx.streams.settled();
       await ctx.livechat.drain();
       // The storage closes its own feed; the in-process one holds only listeners.
       if (!options.storage.feed) await ctx.livechat.feed.close();

@@ -33,6 +33,7 @@ export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> 
     livechat_wait_timeout_seconds: channel.livechatWaitTimeoutSeconds ?? null,
     run_timeout_seconds: channel.runTimeoutSeconds ?? null,
     rate_limits: channel.rateLimits ? JSON.stringify(channel.rateLimits) : null,
+    resumable_streams: channel.resumableStreams ? 1 : 0,
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -60,6 +61,7 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     livechatWaitTimeoutSeconds: row.livechat_wait_timeout_seconds === null ? null : Number(row.livechat_wait_timeout_seconds),
     runTimeoutSeconds: row.run_timeout_seconds === null || row.run_timeout_seconds === undefined ? null : Number(row.run_timeout_seconds),
     rateLimits: fromJson(row.rate_limits ?? null, null),
+    resumableStreams: Number(row.resumable_streams) === 1,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

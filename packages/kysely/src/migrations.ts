@@ -6,6 +6,7 @@ import { channelWidget } from "./migration-0005-channel-widget.js";
 import { liveChat } from "./migration-0006-live-chat.js";
 import { runTimeout } from "./migration-0007-run-timeout.js";
 import { rateLimits } from "./migration-0008-rate-limits.js";
+import { runStreams } from "./migration-0009-run-streams.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -124,6 +125,7 @@ export const migrations: Record<string, Migration> = {
   "0006_live_chat": liveChat,
   "0007_run_timeout": runTimeout,
   "0008_rate_limits": rateLimits,
+  "0009_run_streams": runStreams,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

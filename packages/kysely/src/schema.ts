@@ -15,6 +15,26 @@ export interface Database {
   audit_events: AuditEventsTable;
   /** SQLite only: the live feed between processes sharing the file (Postgres uses `NOTIFY`). */
   live_feed: LiveFeedTable;
+  run_streams: RunStreamsTable;
+  run_stream_chunks: RunStreamChunksTable;
+}
+
+/** Streams of runs on resumable channels, while they run and a short while after (docs/streaming.md). */
+export interface RunStreamsTable {
+  run_id: string;
+  conversation_id: string;
+  started_at: string;
+  /** 0 while the stream runs, 1 once its last event is recorded. */
+  ended: number;
+  alive_until: string;
+  cancel_requested_at: string | null;
+}
+
+/** A recorded stream's events: one row per write, the SSE frames as sent. */
+export interface RunStreamChunksTable {
+  run_id: string;
+  seq: number;
+  frames: string;
 }
 
 export interface LiveFeedTable {
@@ -55,6 +75,8 @@ export interface ChannelsTable {
   run_timeout_seconds: number | null;
   /** JSON text of the channel's own rate limits, or null for the service's. */
   rate_limits: string | null;
+  /** 1 when streamed runs can be resumed. */
+  resumable_streams: Generated<number>;
 }
 
 export interface ApiKeysTable {
@@ -170,6 +192,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "livechat_wait_timeout_seconds",
   "run_timeout_seconds",
   "rate_limits",
+  "resumable_streams",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(

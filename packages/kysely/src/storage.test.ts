@@ -80,6 +80,7 @@ function channelRecord(tenantId: string): ChannelRecord {
     livechatMessages: { livechat_waiting: "Please wait" },
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    resumableStreams: false,
     rateLimits: null,
     widget: {},
     createdAt: NOW,
@@ -193,6 +194,7 @@ describe("migrate", () => {
       "0006_live_chat",
       "0007_run_timeout",
       "0008_rate_limits",
+      "0009_run_streams",
     ]);
   });
 
@@ -211,6 +213,7 @@ describe("migrate", () => {
       livechat_wait_timeout_seconds: _timeout,
       run_timeout_seconds: _runTimeout,
       rate_limits: _rateLimits,
+      resumable_streams: _resumable,
       ...row0001
     } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();

@@ -15,6 +15,7 @@ import type {
   LiveFeed,
   MessageRecord,
   RateLimitStore,
+  RunStreamStore,
   RunTicket,
   Storage,
   StoreRunInput,
@@ -38,6 +39,7 @@ import {
 } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
+import { kyselyRunStreams } from "./run-streams.js";
 import { type ChannelsTable, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
 
 /** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
@@ -56,12 +58,15 @@ export class KyselyStorage implements Storage {
   readonly feed?: LiveFeed;
   /** Where the rate limits count: a table of this database (rate-limiter-flexible's), shared by every instance on it. */
   readonly rateLimits?: RateLimitStore;
+  /** Where streams of resumable channels are recorded, readable by every instance on this database. */
+  readonly runStreams: RunStreamStore;
 
   /** @internal Use `sqlite()`, `postgres()` or `openStorage()`. */
   constructor(db: Kysely<Database>, executor: Executor, feed?: (exec: Executor) => LiveFeed, rateLimits?: RateLimitStore) {
     this.db = db;
     this.#exec = executor;
     this.#queries = requestPathQueries(db);
+    this.runStreams = kyselyRunStreams(db, executor);
     if (feed) this.feed = feed(executor);
     if (rateLimits) this.rateLimits = rateLimits;
   }
@@ -490,6 +495,7 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechat_wait_timeout_seconds = patch.livechatWaitTimeoutSeconds;
   if (patch.runTimeoutSeconds !== undefined) row.run_timeout_seconds = patch.runTimeoutSeconds;
   if (patch.rateLimits !== undefined) row.rate_limits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
+  if (patch.resumableStreams !== undefined) row.resumable_streams = patch.resumableStreams ? 1 : 0;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

@@ -42,6 +42,7 @@ describeWithPostgres("Postgres prepared statements", (serverUrl) => {
       livechatMessages: {},
       livechatWaitTimeoutSeconds: null,
       runTimeoutSeconds: null,
+      resumableStreams: false,
       rateLimits: null,
       widget: {},
       createdAt: NOW,

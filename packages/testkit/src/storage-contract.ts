@@ -1126,6 +1126,7 @@ function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {})
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
     rateLimits: null,
+    resumableStreams: false,
     widget: { theme: { position: "bottom-left" } },
     createdAt: at(0),
     updatedAt: at(0),

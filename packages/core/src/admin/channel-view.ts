@@ -23,6 +23,8 @@ export function channelView(channel: ChannelRecord) {
     livechat: { status_messages: channel.livechatMessages, wait_timeout_seconds: channel.livechatWaitTimeoutSeconds },
     /** How long a run may last before it is stopped as an error (null: 300 s). */
     run_timeout_seconds: channel.runTimeoutSeconds,
+    /** Whether a streamed run goes on when its client goes away and can be resumed (docs/streaming.md). */
+    resumable_streams: channel.resumableStreams,
     /** The channel's own rate limits, in the wire's names; a name left out takes the service's (see docs/security.md). */
     rate_limits: channelRateLimitsView(channel.rateLimits ?? {}),
     ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),

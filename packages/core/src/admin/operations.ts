@@ -225,6 +225,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           livechatWaitTimeoutSeconds: parsed.livechatWaitTimeoutSeconds,
           runTimeoutSeconds: parsed.runTimeoutSeconds,
           rateLimits: parsed.rateLimits,
+          resumableStreams: parsed.resumableStreams,
           widget: parsed.widget,
           createdAt: now,
           updatedAt: now,

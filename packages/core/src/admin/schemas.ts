@@ -52,6 +52,8 @@ export const createChannelSchema = z.object({
   runTimeoutSeconds: runTimeout.default(null),
   /** The channel's own rate limits, each replacing the service's (see docs/security.md). */
   rateLimits: channelRateLimitsSchema.nullable().default(null),
+  /** Whether a streamed run goes on when its client goes away, and can be resumed from any instance (docs/streaming.md). */
+  resumableStreams: z.boolean().default(false),
   widget: widgetSettingsSchema.default({}),
 });
 
@@ -72,6 +74,8 @@ export const updateChannelSchema = z
     runTimeoutSeconds: runTimeout,
     /** The channel's own rate limits, replacing the whole set; null to take the service's. */
     rateLimits: channelRateLimitsSchema.nullable(),
+    /** Whether streamed runs can be resumed (docs/streaming.md). */
+    resumableStreams: z.boolean(),
     /** The widget settings, replacing the whole set (see `docs/widget.md`). */
     widget: widgetSettingsSchema,
   })
@@ -113,6 +117,7 @@ export const patchChannelBodySchema = z.strictObject(
     languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
     widget: widgetSettingsSchema.optional(),
     run_timeout_seconds: runTimeout.optional(),
+    resumable_streams: z.boolean("resumable_streams must be a boolean").optional(),
     /** Replaces the whole set; null for the service's limits. */
     rate_limits: channelRateLimitsWireSchema.optional(),
     livechat: z

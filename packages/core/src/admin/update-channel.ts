@@ -36,6 +36,7 @@ function toUpdateInput(body: ReturnType<typeof patchChannelBodySchema.parse>): U
   if (body.widget !== undefined) input.widget = body.widget;
   if (body.run_timeout_seconds !== undefined) input.runTimeoutSeconds = body.run_timeout_seconds;
   if (body.rate_limits !== undefined) input.rateLimits = body.rate_limits;
+  if (body.resumable_streams !== undefined) input.resumableStreams = body.resumable_streams;
   if (body.livechat?.status_messages !== undefined) input.livechatMessages = body.livechat.status_messages;
   if (body.livechat?.wait_timeout_seconds !== undefined) input.livechatWaitTimeoutSeconds = body.livechat.wait_timeout_seconds;
   if (body.config?.require_signature !== undefined) input.requireSignature = body.config.require_signature;

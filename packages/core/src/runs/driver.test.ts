@@ -211,6 +211,7 @@ beforeAll(async () => {
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    resumableStreams: false,
     rateLimits: null,
     widget: {},
     createdAt: NOW,

@@ -10,6 +10,7 @@ import type { ChannelRecord } from "../storage/types.js";
 import { memoryStorage } from "../storage/memory.js";
 import { inProcessFeed } from "../livechat/feed.js";
 import { LiveChat } from "../livechat/live-chat.js";
+import { RunStreams } from "../streams/run-streams.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type StartedRun, startRun } from "./start.js";
 
@@ -56,6 +57,7 @@ async function setup() {
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    resumableStreams: false,
     rateLimits: null,
     widget: {},
     createdAt: NOW,
@@ -86,6 +88,7 @@ async function setup() {
     livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens }),
     production: false,
     limits: new RateLimiter(null, memoryRateLimitStore(), 0),
+    streams: new RunStreams({ store: undefined, feed: inProcessFeed(), logger: silent, leaseMs: 30_000 }),
   };
   const request = { signal: new AbortController().signal };
   const start = (payload: string, live: boolean, conversationId?: string) =>

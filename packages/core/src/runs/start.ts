@@ -27,8 +27,11 @@ export interface StartRunInput {
   /** The id a new conversation takes (a random UUID when absent); creating it fails if the id exists. */
   newConversationId?: string;
   metadata: Record<string, unknown>;
-  /** The request the run answers: its client going away aborts the run. */
-  request: Pick<IncomingRequest, "signal" | "onClientGone">;
+  /**
+   * The request the run answers: its client going away aborts the run. Null for a run that
+   * goes on without its client (a channel with resumable streams).
+   */
+  request: Pick<IncomingRequest, "signal" | "onClientGone"> | null;
   /** Whether the caller streams the live text (false for a JSON answer). */
   live: boolean;
 }
@@ -108,6 +111,9 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
   return { runId, conversationId: conversation.id, steps: tracked(runs, abort, input.request, steps), cancel: (reason) => abort.abort(reason) };
 }
 
+/** What stops following a client that is not followed. */
+const NOT_FOLLOWED = () => undefined;
+
 /** Pulls a run answered whole to its end: its outcome, once stored. */
 export async function runToEnd(run: StartedRun): Promise<RunOutcome> {
   let next = await run.steps.next();
@@ -141,7 +147,7 @@ function tracked(runs: RunLifecycle, abort: RunAbort, request: StartRunInput["re
   };
   return {
     async next() {
-      if (!unfollowClient && !ended) unfollowClient = runs.followClient(request, abort);
+      if (!unfollowClient && !ended) unfollowClient = request ? runs.followClient(request, abort) : NOT_FOLLOWED;
       try {
         const step = await run.next();
         if (step.done) end();

@@ -27,6 +27,7 @@ function channel(tenantId: string): ChannelRecord {
     livechatMessages: {},
     livechatWaitTimeoutSeconds: null,
     runTimeoutSeconds: null,
+    resumableStreams: false,
     rateLimits: null,
     widget: {},
     createdAt: NOW,

@@ -1,3 +1,4 @@
+import { memoryRunStreams } from "./memory-streams.js";
 import type {
   ApiKeyRecord,
   AuditEventRecord,
@@ -263,7 +264,17 @@ export function memoryStorage(): Storage {
     if (stored && message) put(stored, turn, { ...message, origin: "livechat", sender: "user" });
   }
 
+  const runStreams = memoryRunStreams(
+    (runId, at, error) => {
+      const run = runs.get(runId);
+      if (run && run.status === "running") put(runs, runId, { ...run, status: "cancelled", completedAt: at, error });
+    },
+    () => open(),
+  );
+
   const storage: Storage = {
+    runStreams,
+
     async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
       open();
       const id = keysByHash.get(hash);
@@ -589,6 +600,7 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     livechatWaitTimeoutSeconds: channel.livechatWaitTimeoutSeconds ?? null,
     runTimeoutSeconds: channel.runTimeoutSeconds ?? null,
     rateLimits: channel.rateLimits ? JSON.stringify(channel.rateLimits) : null,
+    resumableStreams: Boolean(channel.resumableStreams),
     widget: JSON.stringify(channel.widget),
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
@@ -622,6 +634,7 @@ function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
   if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechatWaitTimeoutSeconds = patch.livechatWaitTimeoutSeconds;
   if (patch.runTimeoutSeconds !== undefined) row.runTimeoutSeconds = patch.runTimeoutSeconds;
   if (patch.rateLimits !== undefined) row.rateLimits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
+  if (patch.resumableStreams !== undefined) row.resumableStreams = Boolean(patch.resumableStreams);
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
   return row;
 }

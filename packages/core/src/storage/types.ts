@@ -63,6 +63,8 @@ export interface ChannelRecord {
   runTimeoutSeconds: number | null;
   /** The channel's own rate limits, each replacing the service's; null (or a name left out) for the service's. */
   rateLimits: ChannelRateLimits | null;
+  /** Whether a streamed run goes on when its client goes away, and can be resumed from any instance. */
+  resumableStreams: boolean;
   /** What the channel's chat widget overrides of the defaults (strings per language, theme, features), as validated by the admin. */
   widget: Record<string, unknown>;
   createdAt: string;
@@ -304,6 +306,57 @@ export interface LiveFeed {
   close(): Promise<void>;
 }
 
+/**
+ * A streamed run recorded on a channel with resumable streams, so that a client reconnecting
+ * to any instance gets its whole stream: its events in chunks, each one write.
+ */
+export interface RunStreamRecord {
+  runId: string;
+  conversationId: string;
+  /** ISO 8601 time the stream opened (its `data-run` event). */
+  startedAt: string;
+  /** Whether its last event (`finish` or `error`) is recorded. */
+  ended: boolean;
+  /** ISO 8601 time until which the instance running it vouches for it; renewed while it runs. */
+  aliveUntil: string;
+  /** ISO 8601 time a cancel was asked for, from any instance, or null. */
+  cancelRequestedAt: string | null;
+}
+
+/** Events of a recorded stream, as the SSE frames sent: one write's worth. */
+export interface RunStreamChunk {
+  /** 0 for the chunk that opened the stream, then 1, 2, ... */
+  seq: number;
+  frames: string;
+}
+
+/**
+ * Where streams of resumable channels are recorded, shared by every instance on the
+ * database (see docs/streaming.md). A chunk is written per batch of events, not per event.
+ */
+export interface RunStreamStore {
+  /** Records a new stream and its first chunk (seq 0). */
+  open(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">, frames: string): Promise<void>;
+  /** Appends chunk `seq`; with `end`, marks the stream ended in the same write. */
+  append(runId: string, seq: number, frames: string, end: boolean): Promise<void>;
+  /** The conversation's most recently opened stream that has not ended, or null. */
+  findLive(conversationId: string): Promise<RunStreamRecord | null>;
+  /** The stream, and its chunks after `afterSeq` in order; null when no such stream is kept. */
+  read(runId: string, afterSeq: number): Promise<{ stream: RunStreamRecord; chunks: RunStreamChunk[] } | null>;
+  /** Extends the `aliveUntil` of these streams (those not ended); returns the ids of those whose cancel was asked for. */
+  renew(runIds: string[], aliveUntil: string): Promise<string[]>;
+  /** Asks for the stream's run to be cancelled; false when it has ended (or is unknown). */
+  requestCancel(runId: string, at: string): Promise<boolean>;
+  /**
+   * Ends every stream not renewed since its `aliveUntil` passed before `now` (its instance
+   * stopped): appends `frames` as its last chunk, and stores its run `cancelled` with `error`
+   * if the run is still `running`. Returns the streams it ended.
+   */
+  endLapsed(now: string, frames: string, error: string): Promise<RunStreamRecord[]>;
+  /** Deletes the streams that ended, and their chunks, whose `aliveUntil` is before `before`. */
+  prune(before: string): Promise<void>;
+}
+
 /** A key with the channel it opens, as found by one lookup on the request path. */
 export interface KeyWithChannel {
   key: ApiKeyRecord;
@@ -327,6 +380,7 @@ export type ChannelPatch = Partial<
     | "livechatWaitTimeoutSeconds"
     | "runTimeoutSeconds"
     | "rateLimits"
+    | "resumableStreams"
     | "widget"
   >
 >;
@@ -417,6 +471,8 @@ export interface Storage {
   readonly feed?: LiveFeed;
   /** Where the rate limits count, shared by every instance on this database; without one they count in each process's memory. */
   readonly rateLimits?: RateLimitStore;
+  /** Where streams of resumable channels are recorded; without one, no stream can be resumed. */
+  readonly runStreams?: RunStreamStore;
 
   /** Creates a tenant; with `audit`, records the event in the same transaction. */
   createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void>;

@@ -30,10 +30,12 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
     conversation: existing,
     payload: input.payload,
     metadata: input.metadata ?? {},
-    request,
+    // On a channel with resumable streams, a run goes on when its client leaves.
+    request: channel.resumableStreams ? null : request,
     live,
   });
   if (!live) return json(runDocument(await runToEnd(run), channel, registered));
+  if (channel.resumableStreams && ctx.streams.available) return ctx.streams.record(run);
   const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
 }

@@ -5,11 +5,14 @@ import { execute } from "./execute.js";
 import { history } from "./history.js";
 import { cancelLiveChat } from "../../livechat/cancel.js";
 import { conversationEvents } from "../../livechat/subscription.js";
+import { cancelConversationRun, resumeConversationStream } from "../../streams/routes.js";
 
 const EXECUTE_PATH = "/public/v1/api/execute";
 const HISTORY_PATH = "/public/v1/api/conversations/:session_id/messages";
 const EVENTS_PATH = "/public/v1/api/conversations/:session_id/events";
 const CANCEL_PATH = "/public/v1/api/conversations/:session_id/livechat/cancel";
+const STREAM_PATH = "/public/v1/api/conversations/:session_id/stream";
+const RUN_CANCEL_PATH = "/public/v1/api/conversations/:session_id/cancel";
 
 /**
  * The API channel: execute, its CORS preflight, the conversation history, and beside it the
@@ -31,6 +34,11 @@ export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } 
       { method: "GET", path: EVENTS_PATH, handle: (request, params, ctx) => conversationEvents(request, params.session_id as string, ctx) },
       { method: "OPTIONS", path: CANCEL_PATH, handle: () => preflight("POST, OPTIONS") },
       { method: "POST", path: CANCEL_PATH, handle: (request, params, ctx) => cancelLiveChat(request, params.session_id as string, ctx) },
+      // Resumable streams: the run in flight's stream, and stopping it (docs/streaming.md).
+      { method: "OPTIONS", path: STREAM_PATH, handle: () => preflight("GET, OPTIONS") },
+      { method: "GET", path: STREAM_PATH, handle: (request, params, ctx) => resumeConversationStream(request, params.session_id as string, ctx) },
+      { method: "OPTIONS", path: RUN_CANCEL_PATH, handle: () => preflight("POST, OPTIONS") },
+      { method: "POST", path: RUN_CANCEL_PATH, handle: (request, params, ctx) => cancelConversationRun(request, params.session_id as string, ctx) },
     ],
   };
 }

@@ -21,13 +21,15 @@ export async function chat(request: IncomingRequest, ctx: ServiceContext): Promi
   if (channel.requireSignature) await checkChannelSignature(request, channel, raw, ctx);
   const turn = await chatTurn(parseJson(raw), channel, ctx);
   const run = await start(request, channel, turn, ctx);
+  if (channel.resumableStreams && ctx.streams.available) return ctx.streams.record(run);
   const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
 }
 
 async function start(request: IncomingRequest, channel: ChannelRecord, turn: ChatTurn, ctx: ServiceContext): Promise<StartedRun> {
   const flow = channelFlow(ctx, channel);
-  const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request, live: true };
+  // On a channel with resumable streams, a run goes on when its client leaves.
+  const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request: channel.resumableStreams ? null : request, live: true };
   try {
     return await startRun(ctx, { ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
   } catch (error) {
