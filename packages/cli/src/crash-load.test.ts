@@ -18,11 +18,11 @@ import { type CreatedChannel, type HistoryMessage, type Ran, run } from "./test-
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
 const RUNS = 40;
 /**
- * The kill comes when this many runs have answered. Runs left queued on the killed server
- * each cost the conversation one lease (1 s here) before the next ticket's turn, so most
- * runs answer first.
+ * The kill comes when this few runs sent to the server to be killed have not answered yet:
+ * each run left queued there costs the conversation one lease (1 s here) before the next
+ * ticket's turn, so most runs answer first.
  */
-const KILL_AFTER = 30;
+const LEFT_ON_A = 3;
 
 function crashUnderLoad(open: () => Promise<{ db: string; drop(): Promise<void> }>) {
   it("a server killed mid-load leaves no gap, duplicate or half-written turn; the survivor and a restart answer, history is exact", async () => {
@@ -44,7 +44,7 @@ function crashUnderLoad(open: () => Promise<{ db: string; drop(): Promise<void> 
         onA: i % 2 === 0,
         body: { payload: `load ${i} ${randomUUID()}`, conversation_id: conversationId, stream: (i >> 1) % 2 === 1 },
       }));
-      let settled = 0;
+      let pendingOnA = sent.filter(({ onA }) => onA).length;
       let killed = false;
       const killA = () => {
         if (killed) return;
@@ -55,8 +55,9 @@ function crashUnderLoad(open: () => Promise<{ db: string; drop(): Promise<void> 
         run(onA ? a : b, key, body)
           .catch((error: unknown): Ran => ({ status: 0, runId: "", conversationId: "", outcome: String(error), reply: "" }))
           .finally(() => {
-            settled += 1;
-            if (settled === KILL_AFTER) killA();
+            if (!onA || killed) return;
+            pendingOnA -= 1;
+            if (pendingOnA === LEFT_ON_A) killA();
           }),
       );
       const outcomes = await Promise.all(results);

@@ -954,6 +954,113 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       });
     });
 
+    describe("run streams (resumable channels)", () => {
+      const streams = () => {
+        if (!storage.runStreams) throw new Error(`${name} keeps no run streams`);
+        return storage.runStreams;
+      };
+      const frame = (n: number) => `data: {"n":${n}}\n\n`;
+      const openStream = async (conversationId: string, seconds: number, aliveSeconds = seconds + LEASE_SECONDS) => {
+        const runId = crypto.randomUUID();
+        await streams().open({ runId, conversationId, startedAt: at(seconds), aliveUntil: at(aliveSeconds) }, frame(0));
+        return runId;
+      };
+
+      it("keeps a stream's chunks in order, reads after a seq, and ends it with its last chunk", async () => {
+        const c = await conversation();
+        const runId = await openStream(c.id, 1);
+        await streams().append(runId, 1, frame(1) + frame(2), false);
+        await streams().append(runId, 2, frame(3), false);
+        const read = await streams().read(runId, -1);
+        expect(read?.stream).toEqual({
+          runId,
+          conversationId: c.id,
+          startedAt: at(1),
+          ended: false,
+          aliveUntil: at(1 + LEASE_SECONDS),
+          cancelRequestedAt: null,
+        });
+        expect(read?.chunks).toEqual([
+          { seq: 0, frames: frame(0) },
+          { seq: 1, frames: frame(1) + frame(2) },
+          { seq: 2, frames: frame(3) },
+        ]);
+        expect((await streams().read(runId, 1))?.chunks).toEqual([{ seq: 2, frames: frame(3) }]);
+        expect(await streams().findLive(c.id)).toMatchObject({ runId, ended: false });
+
+        await streams().append(runId, 3, frame(4), true);
+        const ended = await streams().read(runId, 2);
+        expect(ended).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 3, frames: frame(4) }] });
+        expect(await streams().findLive(c.id)).toBeNull();
+        expect(await streams().read(crypto.randomUUID(), -1)).toBeNull();
+      });
+
+      it("finds the most recently opened live stream of a conversation, and none of another", async () => {
+        const c = await conversation();
+        const other = await conversation();
+        const first = await openStream(c.id, 1);
+        const second = await openStream(c.id, 2);
+        expect((await streams().findLive(c.id))?.runId).toBe(second);
+        await streams().append(second, 1, frame(1), true);
+        expect((await streams().findLive(c.id))?.runId).toBe(first);
+        expect(await streams().findLive(other.id)).toBeNull();
+      });
+
+      it("renews live streams, reports those whose cancel was asked for, and refuses a cancel once ended", async () => {
+        const c = await conversation();
+        const a = await openStream(c.id, 1);
+        const b = await openStream(c.id, 2);
+        expect(await streams().requestCancel(b, at(3))).toBe(true);
+        expect(await streams().requestCancel(b, at(4))).toBe(true);
+        expect(await streams().renew([a, b, crypto.randomUUID()], at(100))).toEqual([b]);
+        expect((await streams().read(a, 0))?.stream.aliveUntil).toBe(at(100));
+        expect((await streams().read(b, 0))?.stream).toMatchObject({ aliveUntil: at(100), cancelRequestedAt: at(3) });
+        await streams().append(a, 1, frame(1), true);
+        expect(await streams().requestCancel(a, at(5))).toBe(false);
+        expect(await streams().renew([a], at(200))).toEqual([]);
+        expect((await streams().read(a, 0))?.stream.aliveUntil).toBe(at(100));
+        expect(await streams().renew([], at(200))).toEqual([]);
+      });
+
+      it("ends the streams whose instance stopped with a last chunk, stores their running run cancelled, and prunes ended ones", async () => {
+        const c = await conversation();
+        const run = c.run("hello");
+        await storage.beginRun(run.begin(0));
+        await streams().open({ runId: run.id, conversationId: c.id, startedAt: at(0), aliveUntil: at(10) }, frame(0));
+        await streams().append(run.id, 1, frame(1), false);
+        const alive = await openStream(c.id, 1, 1000);
+
+        expect(await streams().endLapsed(at(5), frame(99), "lost")).toEqual([]);
+        const ended = await streams().endLapsed(at(11), frame(99), "lost");
+        expect(ended.map((stream) => stream.runId)).toEqual([run.id]);
+        expect(await streams().endLapsed(at(12), frame(99), "lost")).toEqual([]);
+        expect(await streams().read(run.id, 0)).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 1 }, { seq: 2, frames: frame(99) }] });
+        expect(await storage.findRun(run.id)).toMatchObject({ status: "cancelled", error: "lost", completedAt: at(11) });
+        expect((await streams().findLive(c.id))?.runId).toBe(alive);
+
+        // A run that ended on its own keeps its outcome.
+        const finished = c.run("again");
+        await streams().open({ runId: finished.id, conversationId: c.id, startedAt: at(20), aliveUntil: at(21) }, frame(0));
+        await streams().endLapsed(at(30), frame(99), "lost");
+        expect(await storage.findRun(finished.id)).toBeNull();
+
+        await streams().prune(at(10));
+        expect(await streams().read(run.id, -1)).not.toBeNull();
+        await streams().prune(at(11));
+        expect(await streams().read(run.id, -1)).toBeNull();
+        expect(await streams().read(alive, -1)).not.toBeNull();
+      });
+
+      it("lets one of two instances sweeping at once end a lapsed stream", async () => {
+        const c = await conversation();
+        const runId = await openStream(c.id, 1, 2);
+        const [a, b] = await Promise.all([streams().endLapsed(at(3), frame(98), "lost"), streams().endLapsed(at(3), frame(99), "lost")]);
+        expect(a.length + b.length).toBe(1);
+        const read = await streams().read(runId, -1);
+        expect(read?.chunks).toHaveLength(2);
+      });
+    });
+
     describe("concurrency", () => {
       it("gives 20 concurrent runs on one conversation their turns in ticket order, with contiguous turn indexes", async () => {
         const c = await conversation();

@@ -72,10 +72,16 @@ export class RunStreams {
     const source = uiMessageStream(started, (error) => this.#logger.error(`channelkit: run ${started.runId} could not be stored`, error));
     const first = (await source.pull()) as string;
     const nowMs = Date.now();
-    await store.open(
-      { runId: started.runId, conversationId: started.conversationId, startedAt: isoTimestamp(nowMs), aliveUntil: isoTimestamp(nowMs + this.#leaseMs) },
-      first,
-    );
+    try {
+      await store.open(
+        { runId: started.runId, conversationId: started.conversationId, startedAt: isoTimestamp(nowMs), aliveUntil: isoTimestamp(nowMs + this.#leaseMs) },
+        first,
+      );
+    } catch (error) {
+      // Nothing was sent: the run is cancelled (and stored so, if the database lets it) and the request fails.
+      source.cancel();
+      throw error;
+    }
     const client = new PushStream(() => undefined);
     client.push(first);
     const recording = new Recording(started, store, this.#feed, this.#logger, client);
