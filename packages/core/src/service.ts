@@ -59,7 +59,9 @@ export interface ChannelServiceOptions {
   /**
    * How long a run holds its conversation's turn without renewing it, in ms (default 30000).
    * A run renews it every third of this while it runs; when the instance running it stops,
-   * the conversation's next run takes over after at most this long.
+   * the conversation's next run takes over after at most this long. Recorded streams of
+   * resumable channels hold the same lease: a stream whose instance stopped is ended (its
+   * run stored `cancelled`) by another instance within about twice this long.
    */
   turnLeaseMs?: number;
   /**
