@@ -1,0 +1,136 @@
+import { describe, expect, it } from "vitest";
+import { defineFlow } from "../flows/define.js";
+import { demoFlows } from "../flows/demo.js";
+import { text } from "../flows/events.js";
+import { inProcessFeed } from "../livechat/feed.js";
+import { type ChannelService, createChannelService } from "../service.js";
+import { memoryStorage } from "../storage/memory.js";
+import type { LiveFeed, RunStreamStore, Storage } from "../storage/types.js";
+
+/*
+ * What the HTTP tests cannot make happen: a database write that fails, a doorbell that is
+ * lost. Two services on one storage stand for two instances on one database.
+ */
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Three words, 60 ms apart: three chunks of a recorded stream. */
+const words = defineFlow({
+  name: "words",
+  async *run() {
+    for (const word of ["one ", "two ", "three"]) {
+      await sleep(60);
+      yield text(word);
+    }
+    return null;
+  },
+});
+
+/** A feed that loses every message on topics starting with `lost`. */
+function lossyFeed(lost: string): LiveFeed {
+  const feed = inProcessFeed();
+  return {
+    publish: (topic, message) => (topic.startsWith(lost) ? Promise.resolve() : feed.publish(topic, message)),
+    subscribe: (topic, listener) => feed.subscribe(topic, listener),
+    close: () => feed.close(),
+  };
+}
+
+async function twoInstances(storage: Storage, leaseMs = 30_000) {
+  const quiet = { warn: () => undefined, error: () => undefined };
+  const [a, b] = (await Promise.all(
+    [0, 1].map(() => createChannelService({ storage, flows: [...demoFlows, words], logger: quiet, turnLeaseMs: leaseMs })),
+  )) as [ChannelService, ChannelService];
+  const { tenant } = await a.admin.createTenant({ name: "Streams" });
+  const channel = async (flow: string) => (await a.admin.createChannel({ tenantId: tenant.id, flow, resumableStreams: true })).api_key;
+  const call = (service: ChannelService, key: string, path: string, body?: unknown) =>
+    service.handler(
+      new Request(`http://test${path}`, {
+        method: body === undefined ? "GET" : "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        ...(body === undefined || body === null ? {} : { body: JSON.stringify(body) }),
+      }),
+    );
+  const close = async () => {
+    await a.close();
+    await b.close();
+  };
+  return { a, b, channel, call, close };
+}
+
+/** The stream's first event (its run and conversation), leaving the rest unread. */
+async function opening(response: Response) {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  let seen = "";
+  while (!seen.includes("\n\n")) seen += new TextDecoder().decode((await reader.read()).value);
+  const first = JSON.parse(seen.slice(6, seen.indexOf("\n\n"))) as { data: { run_id: string; conversation_id: string } };
+  return { ...first.data, reader };
+}
+
+describe("resumable streams", () => {
+  it("keeps the events of a write that failed and records them with the next one: the recorded stream is the one sent", async () => {
+    const storage = memoryStorage();
+    const store = storage.runStreams as RunStreamStore;
+    let failures = 2;
+    const flaky: Storage = {
+      ...storage,
+      runStreams: {
+        ...store,
+        append: (...args) => (failures-- > 0 ? Promise.reject(new Error("database away")) : store.append(...args)),
+      },
+    };
+    const { a, channel, call, close } = await twoInstances(flaky);
+    try {
+      const key = await channel("words");
+      const response = await call(a, key, "/public/v1/api/execute", { payload: "go", stream: true });
+      const sent = await response.text();
+      expect(sent).toContain('"delta":"three"');
+      const runId = (JSON.parse(sent.slice(6, sent.indexOf("\n\n"))) as { data: { run_id: string } }).data.run_id;
+      let recorded = await store.read(runId, -1);
+      for (let waited = 0; !recorded?.stream.ended && waited < 3000; waited += 20) {
+        await sleep(20);
+        recorded = await store.read(runId, -1);
+      }
+      expect(failures).toBeLessThan(0);
+      expect(recorded?.stream.ended).toBe(true);
+      expect(recorded?.chunks.map((chunk) => chunk.frames).join("")).toBe(sent);
+    } finally {
+      await close();
+    }
+  });
+
+  it("a cancel asked on another instance whose doorbell is lost is picked up when the stream is renewed", async () => {
+    const storage = { ...memoryStorage(), feed: lossyFeed("run-cancel:") };
+    const { a, b, channel, call, close } = await twoInstances(storage, 300);
+    try {
+      const key = await channel("slow");
+      const { conversation_id, run_id, reader } = await opening(await call(a, key, "/public/v1/api/execute", { payload: "go", stream: true }));
+      const started = Date.now();
+      const cancelled = await call(b, key, `/public/v1/api/conversations/${conversation_id}/cancel`, null);
+      expect(cancelled.status).toBe(200);
+      expect(await cancelled.json()).toEqual({ run_id, conversation_id, status: "cancelled" });
+      expect(Date.now() - started).toBeLessThan(2000);
+      let rest = "";
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += new TextDecoder().decode(chunk.value);
+      expect(rest).toMatch(/"type":"finish"/);
+      expect(rest).not.toContain("word50");
+    } finally {
+      await close();
+    }
+  });
+
+  it("a follower whose doorbells are lost still reads the whole stream, by polling", async () => {
+    const storage = { ...memoryStorage(), feed: lossyFeed("run-stream:") };
+    const { a, b, channel, call, close } = await twoInstances(storage);
+    try {
+      const key = await channel("words");
+      const original = await call(a, key, "/public/v1/api/execute", { payload: "go", stream: true });
+      const { conversation_id } = await opening(original.clone());
+      const resumed = await call(b, key, `/public/v1/api/conversations/${conversation_id}/stream`);
+      expect(resumed.status).toBe(200);
+      expect(await resumed.text()).toBe(await original.text());
+    } finally {
+      await close();
+    }
+  });
+});
