@@ -13,6 +13,7 @@ import { Harness } from "./harness.js";
 import { historyTests } from "./history.js";
 import { liveChatTests } from "./livechat.js";
 import { rateLimitTests, serviceRateLimitTests } from "./ratelimit.js";
+import { resumableTests } from "./resumable.js";
 import { signatureTests } from "./signature.js";
 import { streamTests } from "./stream.js";
 import { turnTests } from "./turns.js";
@@ -59,6 +60,7 @@ export function defineContractSuite(target: ContractTarget): void {
     flowTests(h);
     corsTests(h);
     abortTests(h);
+    resumableTests(h);
     turnTests(h);
     adminTests(h);
     webhookTests(h);
