@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { historyMessages, loadConfig, loadHistory, startChat } from "./api.js";
+import { historyMessages, loadConfig, loadHistory, resumeChat, startChat } from "./api.js";
 import { WidgetRequestError } from "./errors.js";
 
 const connection = { endpoint: "https://chat.example", key: "svc_pub_abc" };
@@ -69,6 +69,30 @@ describe("requests", () => {
       livechat: { mode: "livechat_active", statusMessage: "With Ann" },
     });
     expect(requests[0]?.url).toBe("https://chat.example/public/v1/api/conversations/0b8e3c1e-6a52-4a8e-9f43-5d2f0c7e9a11/messages?limit=50");
+  });
+});
+
+describe("resumeChat", () => {
+  const id = "0b8e3c1e-6a52-4a8e-9f43-5d2f0c7e9a11";
+
+  it("gets the conversation's stream with the key: its body while a run is in flight, null on 204", async () => {
+    const requests = answer(new Response('data: {"type":"data-run"}\n\n', { headers: { "content-type": "text/event-stream" } }));
+    const body = await resumeChat(connection, id, signal);
+    expect(await new Response(body).text()).toBe('data: {"type":"data-run"}\n\n');
+    const [request] = requests as [Request];
+    expect(request.method).toBe("GET");
+    expect(request.url).toBe(`https://chat.example/public/widget/chat/${id}/stream`);
+    expect(request.headers.get("authorization")).toBe("Bearer svc_pub_abc");
+    expect(request.credentials).toBe("omit");
+    answer(new Response(null, { status: 204 }));
+    expect(await resumeChat(connection, id, signal)).toBeNull();
+  });
+
+  it("turns a refusal into its code, and no answer into network", async () => {
+    answer(Response.json({ error: { code: "origin_not_allowed" } }, { status: 403 }));
+    await expect(resumeChat(connection, id, signal)).rejects.toMatchObject({ status: 403, code: "origin_not_allowed" });
+    answer(new TypeError("Failed to fetch"));
+    await expect(resumeChat(connection, id, signal)).rejects.toMatchObject({ status: 0, code: "network" });
   });
 });
 

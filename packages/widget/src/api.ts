@@ -56,7 +56,21 @@ export async function startChat(
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   const init = { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
-  const response = await call(connection, "/public/widget/chat", init, signal);
+  return streamOf(await call(connection, "/public/widget/chat", init, signal));
+}
+
+/**
+ * `GET /public/widget/chat/{id}/stream`: the whole stream of the conversation's run in
+ * flight, from its first event (`data-run`, every part so far, then the rest live), on a
+ * channel with resumable streams; null when no run is in flight (204).
+ */
+export async function resumeChat(connection: Connection, conversationId: string, signal: AbortSignal): Promise<ReadableStream<Uint8Array> | null> {
+  const response = await call(connection, `/public/widget/chat/${encodeURIComponent(conversationId)}/stream`, {}, signal);
+  return response.status === 204 ? null : streamOf(response);
+}
+
+/** The body of a streamed answer; its error envelope thrown otherwise. */
+async function streamOf(response: Response): Promise<ReadableStream<Uint8Array>> {
   if (!response.ok) throw await failureOf(response);
   if (!response.body) throw new WidgetRequestError(0, "network");
   return response.body;
@@ -112,10 +126,7 @@ export async function openLiveChat(
   signal: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   const query = afterTurn === null ? "" : `?after=${afterTurn}`;
-  const response = await call(connection, `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/events${query}`, {}, signal);
-  if (!response.ok) throw await failureOf(response);
-  if (!response.body) throw new WidgetRequestError(0, "network");
-  return response.body;
+  return streamOf(await call(connection, `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/events${query}`, {}, signal));
 }
 
 /** The entries of a history answer the widget shows: user and assistant texts, the human side's marked with its sender. */

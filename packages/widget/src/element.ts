@@ -1,4 +1,4 @@
-import { type Connection, cancelLiveChat, type LiveChatMode, loadConfig, loadHistory, startChat } from "./api.js";
+import { type Connection, cancelLiveChat, type LiveChatMode, loadConfig, loadHistory, resumeChat, startChat } from "./api.js";
 import { FALLBACK_STRINGS, resolveConfig } from "./config.js";
 import { resolveEndpoint } from "./endpoint.js";
 import { asRequestError, errorView, WidgetRequestError } from "./errors.js";
@@ -16,6 +16,8 @@ const Base = (globalThis.HTMLElement ?? class {}) as typeof HTMLElement;
 
 /** Below this many pixels from the bottom, the log follows a streaming reply. */
 const FOLLOW_THRESHOLD = 48;
+/** Tries to resume a reply whose connection was lost, waiting 0, 0.5, 1 then 2 s before each. */
+const RESUME_ATTEMPTS = 4;
 
 /**
  * `<channelkit-chat key="svc_pub_…" endpoint="https://host" locale="fr_FR">`: a launcher
@@ -247,6 +249,10 @@ export class ChannelkitChat extends Base {
     }
     this.#showMode(messages.livechat);
     this.#watch(connection, stored, messages.lastTurn);
+    // Ending with the user's message, the conversation may have its reply streaming still (the
+    // page was reloaded mid-reply, on a channel whose runs outlive their connection): shown if so.
+    const last = messages.messages.at(-1);
+    if (last?.role === "user") void this.#send(last.content, "load");
   }
 
   #submit(text: string): void {
@@ -260,30 +266,35 @@ export class ChannelkitChat extends Base {
     void this.#send(payload);
   }
 
-  async #send(payload: string): Promise<void> {
+  /**
+   * Sends `payload` and shows the reply as it streams; a connection lost once the service has
+   * the run resumes it (see `#resume`) rather than failing. With `resume`, first looks for the
+   * conversation's run in flight and shows it instead: `"load"` (on a reload) then does
+   * nothing more; `"lost"` (Retry after a lost reply, whose `bubbles` the resumed reply
+   * replaces) sends `payload` again when no run is in flight any more.
+   */
+  async #send(payload: string, resume?: "load" | "lost", bubbles = new Map<string, HTMLDivElement>()): Promise<void> {
     const view = this.#view;
     const connection = this.#connection();
     const signal = this.#session?.signal;
     if (!view || !connection || !signal) return;
     this.#clearError();
     this.#setBusy(true);
-    const bubbles = new Map<string, HTMLDivElement>();
     let resend = false;
+    let accepted = resume !== undefined;
     try {
-      const conversation = this.#conversationId;
-      const body = await startChat(connection, conversation === null ? { payload } : { payload, conversation_id: conversation }, signal);
-      const outcome = await readReply(body, {
-        conversation: (id) => this.#remember(connection, id),
-        start: (id) => {
-          view.typing.hidden = true;
-          bubbles.set(id, this.#append("assistant", ""));
-        },
-        // One text node per bubble, grown in place: no markup is ever parsed from a reply.
-        delta: (id, text) => this.#follow(() => (bubbles.get(id)?.firstChild as Text | null)?.appendData(text)),
-      });
-      if (outcome.status === "failed") throw new WidgetRequestError(200, "stream_error");
-      if (outcome.status === "cut") throw new WidgetRequestError(0, "network");
-      this.#announce(outcome.replies.join("\n\n"));
+      if (!(resume && (await this.#resume(connection, bubbles, signal, resume === "lost"))) && resume !== "load") {
+        // A new run: the bubbles of the lost one stay, incomplete.
+        bubbles = new Map();
+        const conversation = this.#conversationId;
+        const body = await startChat(connection, conversation === null ? { payload } : { payload, conversation_id: conversation }, signal);
+        accepted = true;
+        try {
+          await this.#play(connection, body, bubbles);
+        } catch (error) {
+          if (signal.aborted || asRequestError(error).status !== 0 || !(await this.#resume(connection, bubbles, signal, true))) throw error;
+        }
+      }
     } catch (error) {
       if (signal.aborted) return;
       for (const bubble of bubbles.values()) bubble.dataset.incomplete = "";
@@ -293,12 +304,62 @@ export class ChannelkitChat extends Base {
         this.#remember(connection, null);
         resend = true;
       } else {
-        this.#showError(failure, () => void this.#send(payload));
+        // A reply lost on the way may be running still: Retry looks for it first.
+        this.#showError(failure, () => void (accepted && failure.status === 0 ? this.#send(payload, "lost", bubbles) : this.#send(payload)));
       }
     } finally {
       if (!signal.aborted) this.#setBusy(false);
     }
     if (resend) await this.#send(payload);
+  }
+
+  /** Shows a reply's stream as it arrives; throws when it fails or ends before its `finish` (a lost connection). */
+  async #play(connection: Connection, body: ReadableStream<Uint8Array>, bubbles: Map<string, HTMLDivElement>): Promise<void> {
+    const view = this.#view as View;
+    const outcome = await readReply(body, {
+      conversation: (id) => this.#remember(connection, id),
+      start: (id) => {
+        view.typing.hidden = true;
+        bubbles.set(id, this.#append("assistant", ""));
+      },
+      // One text node per bubble, grown in place: no markup is ever parsed from a reply.
+      delta: (id, text) => this.#follow(() => (bubbles.get(id)?.firstChild as Text | null)?.appendData(text)),
+    });
+    if (outcome.status === "failed") throw new WidgetRequestError(200, "stream_error");
+    if (outcome.status === "cut") throw new WidgetRequestError(0, "network");
+    this.#announce(outcome.replies.join("\n\n"));
+  }
+
+  /**
+   * Shows the conversation's run in flight (on a channel with resumable streams, a run goes on
+   * without its connection), from the start of its stream: the resume route replays it whole,
+   * so the reply's bubbles are drawn again. Retries a few times while the connection is lost
+   * (`lost`: it was, the loss is then thrown when the resume fails). True once the reply is
+   * shown whole; false when no run is in flight (204: ended, cancelled with its connection, or
+   * none), which says nothing of how it ended, so a lost reply is never taken as complete.
+   */
+  async #resume(connection: Connection, bubbles: Map<string, HTMLDivElement>, signal: AbortSignal, lost: boolean): Promise<boolean> {
+    const conversation = this.#conversationId;
+    if (conversation === null) return false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const body = await resumeChat(connection, conversation, signal);
+        if (!body) return false;
+        for (const bubble of bubbles.values()) bubble.remove();
+        bubbles.clear();
+        lost = true;
+        await this.#play(connection, body, bubbles);
+        return true;
+      } catch (error) {
+        const { status, code } = asRequestError(error);
+        if (signal.aborted || code === "stream_error") throw error;
+        // Offline, a restarting or overloaded service pass; a refusal does not.
+        if (attempt >= RESUME_ATTEMPTS || (status > 0 && status < 500 && status !== 429)) break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+    }
+    if (lost) throw new WidgetRequestError(0, "network");
+    return false;
   }
 
   #remember(connection: Connection, conversationId: string | null): void {
