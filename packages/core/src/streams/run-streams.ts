@@ -13,6 +13,9 @@ const KEEP_ENDED_MS = 60_000;
 /** How often a follower reads its stream when no doorbell rang (a doorbell lost with a connection), in ms. */
 const FOLLOW_POLL_MS = 1000;
 
+/** The largest chunk number (a 32-bit integer column): reading after it reads the stream alone. */
+const LAST_SEQ = 2 ** 31 - 1;
+
 /** The last event of a stream whose instance stopped before it ended. */
 const LOST_FRAME = `data: ${JSON.stringify({ type: "error", errorText: "The reply was interrupted: the server running it stopped." })}\n\n`;
 /** Why its run is stored `cancelled`. */
@@ -205,7 +208,7 @@ export class RunStreams {
     const stop = await this.#feed.subscribe(chunkTopic(runId), () => ring());
     try {
       for (;;) {
-        const found = await store.read(runId, Number.MAX_SAFE_INTEGER);
+        const found = await store.read(runId, LAST_SEQ);
         if (!found || found.stream.ended) return true;
         const left = deadline - Date.now();
         if (left <= 0) return false;
