@@ -2,12 +2,15 @@
  * What the browser tests share: Debian's Chromium driven by playwright-core (no browser
  * download), static pages on their own origins, and screenshots under test/output/.
  */
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { type Browser, chromium, type Page } from "playwright-core";
 
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -69,4 +72,29 @@ export async function staticSite(files: (path: string) => StaticFile | undefined
 export async function screenshot(page: Page, name: string): Promise<void> {
   await mkdir(OUTPUT, { recursive: true });
   await page.screenshot({ path: join(OUTPUT, `${name}.png`) });
+}
+
+/** Waits for the widget's host to have `state` (its attributes); the host has no box of its own. */
+export function hostIs(page: Page, state: string, timeout?: number): Promise<void> {
+  return page.locator(`channelkit-chat${state}`).waitFor({ state: "attached", timeout });
+}
+
+const TYPES: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css" };
+
+/**
+ * examples/widget-react as a site owner builds it (Vite), served from its own origin. Built
+ * into a folder of its own: test files run in parallel, and two builds into the example's
+ * `dist/` would empty it under each other.
+ */
+export async function reactExampleSite(): Promise<Awaited<ReturnType<typeof staticSite>>> {
+  const outDir = await mkdtemp(join(tmpdir(), "channelkit-widget-react-"));
+  await promisify(execFile)("npm", ["run", "build", "-w", "channelkit-example-widget-react", "--", "--outDir", outDir, "--emptyOutDir"], { cwd: ROOT });
+  const files = new Map<string, StaticFile>();
+  for (const entry of await readdir(outDir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    files.set(path.slice(outDir.length), { type: TYPES[extname(path)] ?? "application/octet-stream", body: await readFile(path) });
+  }
+  const site = await staticSite((path) => files.get(path === "/" ? "/index.html" : path));
+  return { ...site, close: () => Promise.all([site.close(), rm(outDir, { recursive: true, force: true })]).then(() => {}) };
 }

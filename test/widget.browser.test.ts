@@ -6,25 +6,17 @@
  * Screenshots of each state go to test/output/ (docs/widget.md shows them).
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { execFile } from "node:child_process";
-import { readFile, rm } from "node:fs/promises";
-import { extname } from "node:path";
-import { promisify } from "node:util";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "../packages/cli/src/test-process.js";
-import { browserMissing, launchChromium, ROOT, screenshot, staticSite } from "./browser.js";
+import { browserMissing, hostIs, launchChromium, reactExampleSite, screenshot, staticSite } from "./browser.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
 const missing = browserMissing();
 if (missing) console.warn(`widget browser tests skipped: ${missing}`);
-
-/** Waits for the widget's host to have `state` (its attributes); the host has no box of its own. */
-function hostIs(page: Page, state: string, timeout?: number): Promise<void> {
-  return page.locator(`channelkit-chat${state}`).waitFor({ state: "attached", timeout });
-}
 
 const replies = (page: Page) => page.locator('[data-role="assistant"]:not([data-greeting])');
 
@@ -152,15 +144,7 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
   });
 
   it("the React example: the AI SDK's own useChat streams a reply from /public/widget/chat", async () => {
-    // The example as a site owner builds it (Vite), served from its own origin.
-    await promisify(execFile)("npm", ["run", "build", "-w", "channelkit-example-widget-react"], { cwd: ROOT });
-    const dist = join(ROOT, "examples", "widget-react", "dist");
-    const types: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css" };
-    const files = new Map<string, { type: string; body: Buffer }>();
-    for (const name of (await promisify(execFile)("find", [dist, "-type", "f"])).stdout.trim().split("\n")) {
-      files.set(name.slice(dist.length), { type: types[extname(name)] ?? "application/octet-stream", body: await readFile(name) });
-    }
-    const site = await staticSite((path) => files.get(path === "/" ? "/index.html" : path));
+    const site = await reactExampleSite();
     try {
       await allowSite(site.origin, "slow");
       const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
