@@ -38,7 +38,7 @@ function closingEvent(outcome: RunOutcome): UIStreamEvent {
  * reads, which is the back-pressure. Cancelling the stream (client gone) aborts the run,
  * and the driver is then drained so the `cancelled` run is still stored.
  */
-export function uiMessageStream(started: StartedRun, onStorageError: (error: unknown) => void): ReplyStream {
+export function uiMessageStream(started: StartedRun, onStorageError: (error: unknown) => void): ReplyStream & { readonly finished: boolean } {
   const run = started.steps;
   let opened = false;
   let finished = false;
@@ -60,6 +60,10 @@ export function uiMessageStream(started: StartedRun, onStorageError: (error: unk
     return sseFrame(step.value);
   }
   return {
+    /** Whether the last frame pulled was the stream's last event. */
+    get finished() {
+      return finished;
+    },
     pull() {
       if (!opened) {
         // The run has its place in the conversation: its first event leaves with the status line.

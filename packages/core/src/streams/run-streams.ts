@@ -2,6 +2,8 @@ import type { Logger } from "../context.js";
 import type { Reply, ReplyChunk } from "../http/reply.js";
 import { PushStream } from "../http/sse.js";
 import { isoTimestamp } from "../runs/timestamp.js";
+import type { RunSteps } from "../runs/driver.js";
+import type { RunOutcome } from "../runs/outcome.js";
 import type { StartedRun } from "../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../runs/ui-stream.js";
 import type { LiveFeed, RunStreamRecord, RunStreamStore } from "../storage/types.js";
@@ -71,6 +73,41 @@ export class RunStreams {
    * follows that client: it runs to its end (or its time limit) whether the client stays.
    */
   async record(started: StartedRun): Promise<Reply> {
+    const client = new PushStream(() => undefined);
+    await this.#record(started, client);
+    return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: client };
+  }
+
+  /**
+   * Records a run answered as JSON (start it `live`: its stream is what a reconnecting
+   * client gets) and resolves with its outcome once it is stored and its stream recorded.
+   */
+  async recordToEnd(started: StartedRun): Promise<RunOutcome> {
+    let outcome: RunOutcome | undefined;
+    let failure: unknown;
+    const steps: RunSteps = {
+      async next() {
+        try {
+          const step = await started.steps.next();
+          if (step.done) outcome = step.value;
+          return step;
+        } catch (error) {
+          failure = error;
+          throw error;
+        }
+      },
+    };
+    const { pumped } = await this.#record({ ...started, steps }, null);
+    await pumped;
+    if (outcome === undefined) throw failure;
+    return outcome;
+  }
+
+  /**
+   * Opens the run's stream in the store, then pumps it to its end: resolves once the stream
+   * is open, with the pump (in an object: a promise resolving to a promise would wait for it).
+   */
+  async #record(started: StartedRun, client: PushStream | null): Promise<{ pumped: Promise<void> }> {
     const store = this.#store as RunStreamStore;
     const source = uiMessageStream(started, (error) => this.#logger.error(`channelkit: run ${started.runId} could not be stored`, error));
     const first = (await source.pull()) as string;
@@ -85,8 +122,7 @@ export class RunStreams {
       source.cancel();
       throw error;
     }
-    const client = new PushStream(() => undefined);
-    client.push(first);
+    client?.push(first);
     const recording = new Recording(started, store, this.#feed, this.#logger, client);
     this.#recording.set(started.runId, recording);
     // Cancels from other instances: the doorbell, with the renewal's look as the fallback.
@@ -102,7 +138,7 @@ export class RunStreams {
       this.#pumps.delete(pumped);
       this.#recording.delete(started.runId);
     });
-    return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: client };
+    return { pumped };
   }
 
   /**
@@ -263,7 +299,8 @@ class Recording {
     private readonly store: RunStreamStore,
     private readonly feed: LiveFeed,
     private readonly logger: Logger,
-    private readonly client: PushStream,
+    /** Who asked for the stream, while it listens; null for a run answered as JSON. */
+    private readonly client: PushStream | null,
   ) {}
 
   onEnd(listener: () => void): void {
@@ -275,17 +312,25 @@ class Recording {
     this.started.cancel(new DOMException("The run was cancelled.", "AbortError"));
   }
 
-  async pump(source: { pull(): ReplyChunk | null | Promise<ReplyChunk | null> }): Promise<void> {
+  async pump(source: { pull(): ReplyChunk | null | Promise<ReplyChunk | null>; readonly finished: boolean }): Promise<void> {
+    let last: string | null = null;
     for (;;) {
       const frame = (await source.pull()) as string | null;
       if (frame === null) break;
-      this.client.push(frame);
       this.#pending.push(frame);
+      // The last event is recorded before its client sees it: once a client has it, the run
+      // is in flight nowhere, and a reconnect is answered 204.
+      if (source.finished) {
+        last = frame;
+        break;
+      }
+      this.client?.push(frame);
       this.#timer ??= setTimeout(() => this.#flush(false), FLUSH_MS);
     }
-    this.client.end();
     clearTimeout(this.#timer);
     await this.#flush(true);
+    if (last !== null) this.client?.push(last);
+    this.client?.end();
     this.ended = true;
     for (const listener of this.#onEnd) listener();
     this.#onEnd = [];

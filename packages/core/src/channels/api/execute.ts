@@ -24,18 +24,23 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   const registered = channelFlow(ctx, channel);
 
   const live = input.stream ?? channel.defaultStream;
+  // On a channel with resumable streams, a run goes on when its client leaves, and its
+  // stream is recorded even when it is answered as JSON: any run can be followed and cancelled.
+  const recorded = channel.resumableStreams && ctx.streams.available;
   const run = await startRun(ctx, {
     channel,
     flow: registered,
     conversation: existing,
     payload: input.payload,
     metadata: input.metadata ?? {},
-    // On a channel with resumable streams, a run goes on when its client leaves.
     request: channel.resumableStreams ? null : request,
-    live,
+    live: live || recorded,
   });
+  if (recorded) {
+    if (!live) return json(runDocument(await ctx.streams.recordToEnd(run), channel, registered));
+    return ctx.streams.record(run);
+  }
   if (!live) return json(runDocument(await runToEnd(run), channel, registered));
-  if (channel.resumableStreams && ctx.streams.available) return ctx.streams.record(run);
   const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
 }
