@@ -360,6 +360,32 @@ export function resumableTests(h: Harness): void {
       await expectNothing(await getStream(h, streamPath(client.conversationId), { key: channel.key }), "after the disconnect");
     });
 
+    it("a run answered as JSON on a resumable channel is in flight too: GET .../stream follows it, POST .../cancel stops it, and its JSON answer says cancelled", async () => {
+      const channel = await h.channel({ flow: "slow", resumableStreams: true });
+      const opening = await streamSlow((signal) => execute(h, channel.key, { payload: "opening", stream: true }, { signal }), 1);
+      await expectCancelled(await postCancel(h, cancelPath(opening.conversationId), { key: channel.key }), opening.runId, opening.conversationId);
+      await opening.frames.rest();
+
+      const answer = runJson(h, channel.key, { payload: "as json", conversation_id: opening.conversationId });
+      let resumed = await getStream(h, streamPath(opening.conversationId), { key: channel.key });
+      for (let tries = 0; resumed.status === 204 && tries < 50; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        resumed = await getStream(h, streamPath(opening.conversationId), { key: channel.key });
+      }
+      expectStreamHeaders(resumed);
+      const follower = new Frames(resumed);
+      const { run_id } = runOf((await follower.next()) ?? undefined);
+      expect(run_id).not.toBe(opening.runId);
+      await follower.deltas(2);
+      await expectCancelled(await postCancel(h, cancelPath(opening.conversationId), { key: channel.key }), run_id, opening.conversationId);
+      await follower.rest();
+      const document = await answer;
+      expect(document).toMatchObject({ run_id, conversation_id: opening.conversationId, status: "cancelled" });
+      expect(follower.text().startsWith("word1 word2 ")).toBe(true);
+      expect(follower.text()).not.toBe(FIFTY_WORDS);
+      await expectNothing(await getStream(h, streamPath(opening.conversationId), { key: channel.key }), "after the JSON run");
+    });
+
     it("POST .../cancel stops the run in flight: 200 { run_id, conversation_id, status: cancelled }; its client and a follower see the same stream end; stored cancelled, the partial reply in history; then 204", async () => {
       const channel = await h.channel({ flow: "slow", resumableStreams: true });
       const client = await streamSlow((signal) => execute(h, channel.key, { payload: "stop me", stream: true }, { signal }), 3);
