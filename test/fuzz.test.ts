@@ -59,6 +59,8 @@ beforeAll(async () => {
     { flow: "handover", mode: "public" as const, allowedOrigins: [ORIGIN] },
     { flow: "echo", requireSignature: true },
     { flow: "echo", type: "webhook" as const, languages: ["en_US", "fr_FR"] },
+    // Resumable streams: runs recorded, followed and cancelled.
+    { flow: "echo", mode: "public" as const, allowedOrigins: [ORIGIN], resumableStreams: true },
   ]) {
     const created = await service.admin.createChannel({ tenantId: tenant.id, ...input });
     known.keys.push(created.api_key);
@@ -228,7 +230,7 @@ const request = fc.record({
 });
 
 /** Routes whose unknown conversation is the history's `{ detail }` 404. */
-const DETAIL_404 = /^\/public\/v1\/api\/conversations\/[^/]+\/(messages|events|livechat\/cancel)$/;
+const DETAIL_404 = /^\/public\/(v1\/api\/conversations\/[^/]+\/(messages|events|livechat\/cancel|stream|cancel)|widget\/chat\/[^/]+\/(stream|cancel))$/;
 
 describe("fuzzing every route", () => {
   it(`${RUNS} random requests: no 5xx, every error in its route's format, nothing logged`, async () => {
@@ -255,7 +257,8 @@ describe("fuzzing every route", () => {
         if (response.status < 400 || method === "HEAD") return;
         expect(type, `${method} ${path} ${response.status}: ${text}`).toMatch(/^application\/json/);
         const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown }; detail?: unknown };
-        if (response.status === 404 && DETAIL_404.test(path) && typeof parsed.detail === "string") return;
+        // The router reads empty segments as absent (`//` as `/`), as it routes.
+        if (response.status === 404 && DETAIL_404.test(path.replace(/\/{2,}/g, "/")) && typeof parsed.detail === "string") return;
         expect(typeof parsed.error?.code, `${method} ${path}: ${text}`).toBe("string");
         expect(typeof parsed.error?.message, text).toBe("string");
       }),

@@ -146,6 +146,7 @@ describe("channelkit channel create", () => {
       widget: {},
       livechat: { status_messages: {}, wait_timeout_seconds: null },
       run_timeout_seconds: null,
+      resumable_streams: false,
       rate_limits: {},
       created_at: expect.any(String),
       updated_at: expect.any(String),
@@ -428,6 +429,10 @@ describe("channelkit channel update --livechat", () => {
     const limited = await cli(["channel", "update", created.id, "--run-timeout-seconds", "60", "--db", db]);
     expect(limited.json().channel.run_timeout_seconds).toBe(60);
     expect((await cli(["channel", "update", created.id, "--run-timeout-seconds", "0", "--db", db])).code).toBe(2);
+    const resumable = await cli(["channel", "update", created.id, "--resumable-streams", "true", "--db", db]);
+    expect(resumable.json().channel.resumable_streams).toBe(true);
+    expect((await cli(["channel", "update", created.id, "--resumable-streams", "false", "--db", db])).json().channel.resumable_streams).toBe(false);
+    expect((await cli(["channel", "update", created.id, "--resumable-streams", "yes", "--db", db])).code).toBe(2);
     const unknown = await cli(["channel", "update", created.id, "--livechat", '{"timeout":3}', "--db", db]);
     expect(unknown.code).toBe(2);
     expect(unknown.err.join("\n")).toContain("--livechat takes status_messages and wait_timeout_seconds, not timeout");

@@ -68,8 +68,7 @@ function crashUnderLoad(open: () => Promise<{ db: string; drop(): Promise<void> 
       sent.forEach(({ onA, body }, i) => {
         if (!onA) expect(outcomes[i], `run ${i} on the survivor`).toMatchObject({ status: 200, outcome: "success", reply: `Echo: ${body.payload}` });
       });
-      const lostOnA = sent.filter(({ onA }, i) => onA && outcomes[i]?.outcome !== "success").length;
-      expect(lostOnA, "runs of the killed server that never answered").toBeGreaterThan(0);
+      // How many of the killed server's last runs it answered before it died depends on timing: the history below must be exact either way.
 
       // A restart answers at once on the same conversation, and so does the survivor.
       const restarted = await startServe(serveArgs, ENV);
