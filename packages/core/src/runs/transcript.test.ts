@@ -206,6 +206,21 @@ describe("Transcript: messages", () => {
     expect(reply).toMatchObject({ role: "assistant", content: "The answer is 42.", toolCalls: null, toolCallId: null, tokenCount: 5 });
   });
 
+  it("puts tool calls without text on the reply being written, else on a message of their own, sending no empty text", () => {
+    const t = transcript(true);
+    const first = [{ id: "call_1", name: "lookup", arguments: { order: 7 } }];
+    const second = [{ id: "call_2", name: "handover", arguments: {} }];
+    t.apply(step("llm"));
+    const spoken = [...t.apply(text("Let me look.")), ...t.apply(message("", { toolCalls: first }))];
+    expect(spoken.map((part) => part.type)).toEqual(["text-start", "text-delta", "text-end"]);
+    expect(t.apply(message("", { toolCalls: second }))).toEqual([]);
+    t.end(false);
+    expect(t.produced.map(({ content, toolCalls }) => ({ content, toolCalls }))).toEqual([
+      { content: "Let me look.", toolCalls: first },
+      { content: "", toolCalls: second },
+    ]);
+  });
+
   it("makes the run's user message with the given time and no step", () => {
     const t = transcript();
     t.apply(step("s", "llm"));

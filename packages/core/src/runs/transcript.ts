@@ -1,6 +1,6 @@
 import type { TokenEstimator } from "../conversations/tokens.js";
 import type { FlowEvent } from "../flows/events.js";
-import type { ConversationMode, MessageRole, NewMessage, RunStatus } from "../storage/types.js";
+import type { ConversationMode, MessageRole, NewMessage, RunStatus, ToolCall } from "../storage/types.js";
 import type { ReplyOptions, RunOutcome } from "./outcome.js";
 import { isoNow } from "./timestamp.js";
 
@@ -81,7 +81,7 @@ export class Transcript {
   #livechatMode: ConversationMode | null = null;
   #stepId: string | null = null;
   #nodeType: string | null = null;
-  #open: { id: string; content: string } | null = null;
+  #open: { id: string; content: string; toolCalls?: ToolCall[] } | null = null;
   readonly #options: TranscriptOptions;
 
   constructor(options: TranscriptOptions) {
@@ -107,6 +107,9 @@ export class Transcript {
         return this.#delta(event.delta);
       case "message": {
         if (event.role === "assistant") {
+          // Tool calls without text belong to the reply being written (a model's step that
+          // spoke, then called tools), or stand alone without sending an empty text.
+          if (event.content === "" && event.toolCalls) return this.#toolCalls(event.toolCalls);
           const parts = this.#wholeText(event.content);
           if (event.toolCalls) (this.produced[this.produced.length - 1] as NewMessage).toolCalls = event.toolCalls;
           return parts;
@@ -221,11 +224,25 @@ export class Transcript {
     return parts;
   }
 
+  /** Tool calls on the text being written, closing it; else on a message of their own, with no text sent. */
+  #toolCalls(toolCalls: ToolCall[]): readonly TextPart[] {
+    if (this.#open) {
+      this.#open.toolCalls = toolCalls;
+      return this.#closeText();
+    }
+    const message = this.message("assistant", "");
+    message.toolCalls = toolCalls;
+    this.produced.push(message);
+    return NO_PARTS;
+  }
+
   #closeText(): readonly TextPart[] {
     const open = this.#open;
     if (!open) return NO_PARTS;
     this.#open = null;
-    this.produced.push(this.message("assistant", open.content));
+    const message = this.message("assistant", open.content);
+    if (open.toolCalls) message.toolCalls = open.toolCalls;
+    this.produced.push(message);
     if (this.#pendingOptions) {
       this.replyOptions.set(this.produced.length - 1, this.#pendingOptions);
       this.#pendingOptions = null;
