@@ -16,6 +16,7 @@ export default defineConfig({
       "@channelkit/express": src("express"),
       "@channelkit/fastify": src("fastify"),
       "@channelkit/hono": src("hono"),
+      "@channelkit/ai": src("ai"),
       "@channelkit/widget/plugin": src("widget", "plugin"),
       "@channelkit/widget": src("widget"),
       "@channelkit/testkit/storage": src("testkit", "storage"),
