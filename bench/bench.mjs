@@ -30,7 +30,7 @@ await build({
     "@channelkit/node": pkg("node"),
   },
   // Dependencies stay where npm put them; only the channelkit sources are bundled.
-  external: ["autocannon", "better-sqlite3", "kysely", "pg", "zod"],
+  external: ["autocannon", "better-sqlite3", "jose", "kysely", "pg", "rate-limiter-flexible", "zod"],
 });
 
 await import(pathToFileURL(`${outdir}run.mjs`).href);

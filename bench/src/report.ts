@@ -29,9 +29,15 @@ export interface ScenarioResult {
   title: string;
   mode: "request" | "stream";
   connections: number;
+  /**
+   * Set when channelkit was measured against itself (the scenario's reference, e.g. the same
+   * stream on a plain channel): `baseline` then holds the reference's rounds, not the
+   * baseline server's.
+   */
+  reference?: string;
   rounds: Record<ServerKind, Measurement[]>;
   median: Record<ServerKind, Summary>;
-  /** channelkit ÷ baseline, per metric. */
+  /** channelkit ÷ baseline (or ÷ the reference), per metric. */
   ratio: Summary;
 }
 
@@ -138,7 +144,7 @@ export function toMarkdown(results: Results): string {
   );
   for (const reason of results.skipped) lines.push(`> ${reason}`, "");
 
-  const requests = results.scenarios.filter((s) => s.mode === "request");
+  const requests = results.scenarios.filter((s) => s.mode === "request" && s.reference === undefined);
   if (requests.length > 0) {
     lines.push("## Request/response", "");
     lines.push(
@@ -154,7 +160,7 @@ export function toMarkdown(results: Results): string {
     lines.push("");
   }
 
-  const streams = results.scenarios.filter((s) => s.mode === "stream");
+  const streams = results.scenarios.filter((s) => s.mode === "stream" && s.reference === undefined);
   if (streams.length > 0) {
     lines.push("## Streaming (time to the first `data:` frame and to the end of the stream)", "");
     lines.push(
@@ -165,6 +171,26 @@ export function toMarkdown(results: Results): string {
       const { baseline: b, channelkit: c } = s.median;
       lines.push(
         `| ${s.store} | ${s.connections} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.ttfeP50)} / ${ms(b.ttfeP99)} | ${ms(c.ttfeP50)} / ${ms(c.ttfeP99)} | ${x(s.ratio.ttfeP50)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
+      );
+    }
+    lines.push("");
+  }
+
+  const resumable = results.scenarios.filter((s) => s.reference !== undefined);
+  if (resumable.length > 0) {
+    lines.push("## Resumable streams: channelkit against itself", "");
+    lines.push(
+      "The same streamed execute (echo flow) on a channel with resumable streams and on one without, on the channelkit server, measured one after the other in each round: what recording a stream costs (docs/streaming.md). Ratios are resumable ÷ plain.",
+      "",
+    );
+    lines.push(
+      "| store | connections | plain streams/s | resumable streams/s | ratio | first event p50 / p99, plain | first event p50 / p99, resumable | first event p50 ratio | end p50, plain / resumable | server CPU µs/stream, plain / resumable | CPU ratio |",
+    );
+    lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const s of resumable) {
+      const { baseline: p, channelkit: r } = s.median;
+      lines.push(
+        `| ${s.store} | ${s.connections} | ${rate(p.rps)} | ${rate(r.rps)} | ${x(s.ratio.rps)} | ${ms(p.ttfeP50)} / ${ms(p.ttfeP99)} | ${ms(r.ttfeP50)} / ${ms(r.ttfeP99)} | ${x(s.ratio.ttfeP50)} | ${ms(p.p50)} / ${ms(r.p50)} | ${us(p.cpuUs)} / ${us(r.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
       );
     }
     lines.push("");
@@ -258,6 +284,16 @@ export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
           met: s.ratio.ttfeP50 <= 1.2,
         });
       }
+    }
+  }
+  for (const store of ["sqlite", "postgres"] as const) {
+    const s = find(store, "resumable-stream");
+    if (s) {
+      targets.push({
+        name: `resumable streams cost < 10% of streams/s (${store}, ${s.connections} connections: resumable ÷ plain ≥ 0.90)`,
+        measured: `${x(s.ratio.rps)} (${rate(s.median.channelkit.rps)} vs ${rate(s.median.baseline.rps)} streams/s)`,
+        met: s.ratio.rps >= 0.9,
+      });
     }
   }
   for (const h of historyCosts(results)) {

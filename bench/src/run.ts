@@ -13,15 +13,19 @@
  *                           from the rounds NAME.json holds, without measuring again
  *   --floor                 what the Node adapter costs alone: a trivial JSON echo on plain
  *                           node:http, as a Web handler behind toNodeHandler, and as a Reply
+ *   --stream-cost           what recording costs per write: server CPU per stream of the `slow`
+ *                           flow (50 deltas, 100 ms apart, so 50 writes) on a resumable channel
+ *                           against a plain one, --streams N (100) at once, --rounds (5)
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { cpus, loadavg, platform, release, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { explainRequestPath, type QueryPlan } from "./explain.js";
-import { type Measurement, openStreams, type RequestSpec, requestLoad, streamLoad } from "./load.js";
+import { type Measurement, median, openStreams, type RequestSpec, requestLoad, streamLoad } from "./load.js";
 import { printProfile, summarizeProfile } from "./profile.js";
 import {
   evaluateTargets,
@@ -58,6 +62,8 @@ const { values: args } = parseArgs({
     name: { type: "string" },
     profile: { type: "string" },
     floor: { type: "boolean", default: false },
+    "stream-cost": { type: "boolean", default: false },
+    streams: { type: "string" },
     rerender: { type: "string" },
     "profile-baseline": { type: "boolean", default: false },
   },
@@ -139,8 +145,23 @@ async function preparePostgres(serverUrl: string): Promise<PreparedStore> {
   return tracked({ store: "postgres", location: url.toString(), dispose: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) });
 }
 
-async function measure(scenario: Scenario, server: ServerProcess, data: Seed, durationS: number, connections: number): Promise<Measurement> {
-  const specs = await scenario.requests(data);
+/** The requests one side of a scenario sends: a scenario measured against itself has its reference on the baseline's side. */
+function requestsOf(scenario: Scenario, side: ServerKind, data: Seed): Promise<RequestSpec[]> {
+  return side === "baseline" && scenario.reference ? scenario.reference.requests(data) : scenario.requests(data);
+}
+
+/** The server one side of a scenario runs on: channelkit on both sides when it is measured against itself. */
+function serverOf(scenario: Scenario, side: ServerKind, servers: Record<ServerKind, ServerProcess>): ServerProcess {
+  return scenario.reference ? servers.channelkit : servers[side];
+}
+
+/** How a side is named in the log: `reference` for the baseline's side of a scenario measured against itself. */
+function sideLabel(scenario: Scenario, side: ServerKind): string {
+  return scenario.reference && side === "baseline" ? "reference" : side;
+}
+
+async function measure(scenario: Scenario, side: ServerKind, server: ServerProcess, data: Seed, durationS: number, connections: number): Promise<Measurement> {
+  const specs = await requestsOf(scenario, side, data);
   const options = { baseUrl: server.url, connections, durationS, expectStatus: scenario.expectStatus };
   const before = await server.cpu();
   const m = await (scenario.mode === "stream" ? streamLoad(options, specs[0] as RequestSpec) : requestLoad(options, specs));
@@ -174,12 +195,14 @@ async function answer(server: ServerProcess, spec: RequestSpec): Promise<{ statu
   return { status: response.status, summary: JSON.stringify(shape(JSON.parse(body))), body };
 }
 
-/** Sends each scenario's request once to both servers: same status, same shape (same body for history). */
+/**
+ * Sends each scenario's request once to both servers: same status, same shape (same body for
+ * history). A scenario measured against itself sends its request and its reference's to channelkit.
+ */
 async function checkEquivalence(servers: Record<ServerKind, ServerProcess>, data: Seed): Promise<void> {
   for (const scenario of scenarios) {
-    const spec = (await scenario.requests(data))[0] as RequestSpec;
-    const b = await answer(servers.baseline, spec);
-    const c = await answer(servers.channelkit, spec);
+    const b = await answer(serverOf(scenario, "baseline", servers), (await requestsOf(scenario, "baseline", data))[0] as RequestSpec);
+    const c = await answer(serverOf(scenario, "channelkit", servers), (await requestsOf(scenario, "channelkit", data))[0] as RequestSpec);
     if (b.status !== scenario.expectStatus || c.status !== scenario.expectStatus) {
       throw new Error(
         `bench: ${scenario.id}: expected ${scenario.expectStatus}, baseline answered ${b.status} (${b.body.slice(0, 200)}), channelkit ${c.status} (${c.body.slice(0, 200)})`,
@@ -188,7 +211,7 @@ async function checkEquivalence(servers: Record<ServerKind, ServerProcess>, data
     const same = scenario.id.startsWith("history") ? b.body === c.body : b.summary === c.summary;
     if (!same)
       log(
-        `  warning: ${scenario.id}: the baseline's answer differs from channelkit's:\n    baseline   ${b.summary.slice(0, 400)}\n    channelkit ${c.summary.slice(0, 400)}`,
+        `  warning: ${scenario.id}: the ${sideLabel(scenario, "baseline")}'s answer differs from channelkit's:\n    ${sideLabel(scenario, "baseline").padEnd(10)} ${b.summary.slice(0, 400)}\n    channelkit ${c.summary.slice(0, 400)}`,
       );
   }
 }
@@ -247,10 +270,11 @@ async function runStore(
         const order: ServerKind[] = (round + index) % 2 === 0 ? ["baseline", "channelkit"] : ["channelkit", "baseline"];
         const connections = scenario.connections ?? settings.connections;
         for (const kind of order) {
-          if (settings.warmupS > 0) await measure(scenario, servers[kind], data, settings.warmupS, connections);
-          const m = await measure(scenario, servers[kind], data, settings.durationS, connections);
+          const server = serverOf(scenario, kind, servers);
+          if (settings.warmupS > 0) await measure(scenario, kind, server, data, settings.warmupS, connections);
+          const m = await measure(scenario, kind, server, data, settings.durationS, connections);
           runs.get(scenario.id)?.[kind].push(m);
-          log(`[${store} ${round + 1}/${settings.rounds}] ${scenario.id.padEnd(19)} ${kind.padEnd(10)} ${fmt(m)}`);
+          log(`[${store} ${round + 1}/${settings.rounds}] ${scenario.id.padEnd(19)} ${sideLabel(scenario, kind).padEnd(10)} ${fmt(m)}`);
         }
       }
       if (settings.memoryStreams > 0) {
@@ -274,6 +298,7 @@ async function runStore(
         title: scenario.title,
         mode: scenario.mode,
         connections: scenario.connections ?? settings.connections,
+        ...(scenario.reference ? { reference: scenario.reference.title } : {}),
         rounds,
         median,
         ratio: ratioOf(rounds),
@@ -300,7 +325,9 @@ async function profileMode(scenarioId: string): Promise<void> {
   const url = process.env[POSTGRES_ENV];
   if (store === "postgres" && !url) throw new Error(`bench: --store postgres needs ${POSTGRES_ENV}`);
   const prepared = store === "sqlite" ? await prepareSqlite() : await preparePostgres(url as string);
-  const kind: ServerKind = args["profile-baseline"] ? "baseline" : "channelkit";
+  // A scenario measured against itself runs on channelkit either way; --profile-baseline then profiles its reference.
+  const side: ServerKind = args["profile-baseline"] ? "baseline" : "channelkit";
+  const kind: ServerKind = scenario.reference ? "channelkit" : side;
   const dir = join(benchDir, ".profiles");
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
@@ -308,10 +335,10 @@ async function profileMode(scenarioId: string): Promise<void> {
     const data = await seed(store, prepared.location);
     const server = await ServerProcess.start(buildDir, { kind, store, location: prepared.location }, ["--cpu-prof", `--cpu-prof-dir=${dir}`]);
     const connections = scenario.connections ?? settings.connections;
-    await measure(scenario, server, data, 1, connections);
+    await measure(scenario, side, server, data, 1, connections);
     const durationS = Number(args.duration ?? 10);
-    const m = await measure(scenario, server, data, durationS, connections);
-    log(`${kind} ${scenario.id} on ${store} under --cpu-prof: ${fmt(m)}`);
+    const m = await measure(scenario, side, server, data, durationS, connections);
+    log(`${sideLabel(scenario, side)} ${scenario.id} on ${store} under --cpu-prof: ${fmt(m)}`);
     await server.stop();
     const newest = readdirSync(dir)
       .filter((f) => f.endsWith(".cpuprofile"))
@@ -361,6 +388,76 @@ async function floorMode(): Promise<void> {
   log(`\nmedians: node:http ${Math.round(plain.rps)} req/s; Web Request/Response behind toNodeHandler ${cost("web")}; dispatch → Reply ${cost("reply")}.`);
 }
 
+/** Runs `count` streams at once on `key`, each read to its end; resolves with how many ended with `finish`. */
+async function streamsToEnd(server: ServerProcess, spec: RequestSpec, count: number): Promise<number> {
+  const url = new URL(spec.path, server.url);
+  const one = () =>
+    new Promise<boolean>((resolve) => {
+      const req = request(url, { method: spec.method, headers: spec.headers, agent: false }, (res) => {
+        let tail = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          tail = (tail + chunk).slice(-200);
+        });
+        res.on("end", () => resolve(res.statusCode === 200 && tail.includes('"type":"finish"')));
+        res.on("error", () => resolve(false));
+      });
+      req.on("error", () => resolve(false));
+      req.end(spec.body);
+    });
+  return (await Promise.all(Array.from({ length: count }, one))).filter(Boolean).length;
+}
+
+/**
+ * `--stream-cost`: the server CPU a stream of the `slow` flow costs on a resumable channel and
+ * on a plain one (50 deltas 100 ms apart: one recorded write per delta, plus the open and the
+ * end), `--streams` of them at once, alternating, per store. The difference divided by the
+ * writes is what one write (a chunk and its doorbell) costs the instance that records it.
+ */
+async function streamCostMode(): Promise<void> {
+  const count = Number(args.streams ?? 100);
+  const rounds = Number(args.rounds ?? 5);
+  const stores: StoreKind[] = args.store ? [args.store as StoreKind] : ["sqlite", "postgres"];
+  for (const store of stores) {
+    const url = process.env[POSTGRES_ENV];
+    if (store === "postgres" && !url) {
+      log(`Postgres skipped: ${POSTGRES_ENV} is not set`);
+      continue;
+    }
+    const prepared = store === "sqlite" ? await prepareSqlite() : await preparePostgres(url as string);
+    try {
+      const data = await seed(store, prepared.location);
+      const server = await ServerProcess.start(buildDir, { kind: "channelkit", store, location: prepared.location });
+      const base = slowStream(data);
+      const spec = (key: string): RequestSpec => ({ ...base, headers: { ...base.headers, authorization: `Bearer ${key}` } });
+      const keys = { plain: data.slowKey, resumable: data.resumableSlowKey };
+      const cost: Record<keyof typeof keys, number[]> = { plain: [], resumable: [] };
+      try {
+        for (const kind of ["plain", "resumable"] as const) await streamsToEnd(server, spec(keys[kind]), 10);
+        for (let round = 0; round < rounds; round++) {
+          for (const kind of round % 2 === 0 ? (["plain", "resumable"] as const) : (["resumable", "plain"] as const)) {
+            const before = await server.cpu();
+            const ended = await streamsToEnd(server, spec(keys[kind]), count);
+            const after = await server.cpu();
+            const us = (after.user - before.user + (after.system - before.system)) / Math.max(1, ended);
+            cost[kind].push(us);
+            log(`[${store} ${round + 1}/${rounds}] ${kind.padEnd(9)} ${ended}/${count} streams, ${Math.round(us)} µs of server CPU per stream`);
+          }
+        }
+      } finally {
+        await server.stop();
+      }
+      const plain = median(cost.plain);
+      const resumable = median(cost.resumable);
+      log(
+        `[${store}] medians: plain ${Math.round(plain)} µs, resumable ${Math.round(resumable)} µs per stream (${(resumable / plain).toFixed(2)}×); +${Math.round(resumable - plain)} µs for 52 writes (50 chunks, the open, the end): ${Math.round((resumable - plain) / 52)} µs a write`,
+      );
+    } finally {
+      await prepared.dispose();
+    }
+  }
+}
+
 /** `--rerender NAME`: the summaries and the markdown again, from the rounds stored in NAME.json. */
 function rerender(name: string): void {
   const dir = join(benchDir, "results");
@@ -382,6 +479,7 @@ async function main(): Promise<void> {
   if (args.rerender) return rerender(args.rerender);
   if (args.profile) return profileMode(args.profile);
   if (args.floor) return floorMode();
+  if (args["stream-cost"]) return streamCostMode();
   const info = machine();
   log(
     `channelkit bench${settings.quick ? " --quick" : ""}: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`,

@@ -13,6 +13,12 @@ export interface Scenario {
   expectStatus: number;
   /** Built just before each measurement (signatures carry the current time). */
   requests(seed: Seed): Promise<RequestSpec[]>;
+  /**
+   * Set when channelkit is measured against itself rather than against the baseline server:
+   * both sides are the channelkit server, the reference side (reported where the baseline
+   * is) sending these requests instead of `requests`.
+   */
+  reference?: { title: string; requests(seed: Seed): Promise<RequestSpec[]> };
 }
 
 const EXECUTE = "/public/v1/api/execute";
@@ -107,6 +113,29 @@ export const SCENARIOS: Scenario[] = [
     mode: "request",
     expectStatus: 200,
     requests: async (seed) => [history(seed.echoKey, seed.conversation10k, `limit=50&token_budget=${HISTORY_BUDGET}`)],
+  },
+  {
+    id: "resumable-stream",
+    title: "execute, SSE stream (echo flow), resumable channel against a plain one",
+    mode: "stream",
+    expectStatus: 200,
+    requests: async (seed) => [post(seed.resumableEchoKey, JSON.stringify({ payload: STREAM_PAYLOAD, stream: true }))],
+    reference: {
+      title: "the same stream on a channel without resumable streams",
+      requests: async (seed) => [post(seed.echoKey, JSON.stringify({ payload: STREAM_PAYLOAD, stream: true }))],
+    },
+  },
+  {
+    id: "resumable-stream-1",
+    title: "execute, SSE stream, one connection, resumable channel against a plain one",
+    mode: "stream",
+    connections: 1,
+    expectStatus: 200,
+    requests: async (seed) => [post(seed.resumableEchoKey, JSON.stringify({ payload: STREAM_PAYLOAD, stream: true }))],
+    reference: {
+      title: "the same stream on a channel without resumable streams",
+      requests: async (seed) => [post(seed.echoKey, JSON.stringify({ payload: STREAM_PAYLOAD, stream: true }))],
+    },
   },
 ];
 

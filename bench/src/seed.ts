@@ -12,11 +12,15 @@ import { BENCH_SECRET_KEY, type StoreKind } from "./shared.js";
 export interface Seed {
   /** Key of a prod server channel bound to `echo`. */
   echoKey: string;
+  /** Key of a channel like the echo one, with resumable streams (docs/streaming.md). */
+  resumableEchoKey: string;
   /** Key of a channel that requires signatures, and its signing secret. */
   signedKey: string;
   signingSecret: string;
   /** Key of a channel bound to `slow` (50 words, 100 ms apart). */
   slowKey: string;
+  /** The same with resumable streams. */
+  resumableSlowKey: string;
   /** A well-formed key that is not stored. */
   unknownKey: string;
   /** Conversations of the echo channel with 100 and 10,000 messages. */
@@ -61,8 +65,16 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
   try {
     const { tenant } = await service.admin.createTenant({ name: "bench" });
     const echo = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo", environment: "prod" });
+    const resumable = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo", environment: "prod", resumableStreams: true });
     const signed = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo", environment: "prod", requireSignature: true });
     const slow = await service.admin.createChannel({ tenantId: tenant.id, flow: "slow", environment: "prod", defaultStream: true });
+    const resumableSlow = await service.admin.createChannel({
+      tenantId: tenant.id,
+      flow: "slow",
+      environment: "prod",
+      defaultStream: true,
+      resumableStreams: true,
+    });
     if (!signed.signing_secret) throw new Error("bench: the signed channel got no signing secret");
 
     // Other tenants' channels and keys, so that the key lookup has an index to use.
@@ -159,14 +171,16 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
 
     return {
       echoKey: echo.api_key,
+      resumableEchoKey: resumable.api_key,
       signedKey: signed.api_key,
       signingSecret: signed.signing_secret,
       slowKey: slow.api_key,
+      resumableSlowKey: resumableSlow.api_key,
       unknownKey: generateApiKey("svc_live_"),
       conversation100,
       conversation10k,
       rows: {
-        apiKeys: FILLER_CHANNELS + 3,
+        apiKeys: FILLER_CHANNELS + 5,
         conversations: 2 + FILLER_CONVERSATIONS + EMPTY_CONVERSATIONS,
         messages: 10_100 + FILLER_CONVERSATIONS * FILLER_MESSAGES,
       },
