@@ -340,10 +340,10 @@ describe("driveRun: messages", () => {
     // Each step gets its own id.
     expect(new Set([call.stepId, tool.stepId, reply.stepId]).size).toBe(3);
 
-    // The live parts: the tool-call message is a whole (empty) text, the reply is streamed.
-    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-end", "text-start", "text-delta", "text-delta", "text-end"]);
-    const replyId = parts[2]?.id;
-    expect(parts.slice(2).every((p) => p.id === replyId)).toBe(true);
+    // The live parts: the tool calls send no text, the reply is streamed.
+    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-delta", "text-delta", "text-end"]);
+    const replyId = parts[0]?.id;
+    expect(parts.every((p) => p.id === replyId)).toBe(true);
     expect(parts.flatMap((p) => (p.type === "text-delta" ? [p.delta] : []))).toEqual(["The answer ", "is 42."]);
     expect(outcome.produced.map((m) => m.content)).toEqual(["", '{"answer":42}', "The answer is 42."]);
   });
@@ -522,8 +522,8 @@ describe("driveRun: cancellation", () => {
       ["assistant", "partial answer", "llm"],
     ]);
     expect(messages[1]?.stepId).not.toBeNull();
-    // No text-end and nothing after the abort.
-    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-delta", "text-delta"]);
+    // The text is closed (a resumed stream's followers read on), and nothing comes after.
+    expect(parts.map((p) => p.type)).toEqual(["text-start", "text-delta", "text-delta", "text-end"]);
   });
 
   it("cancels promptly a flow that ignores the signal and never settles", async () => {
@@ -546,7 +546,7 @@ describe("driveRun: cancellation", () => {
     expect(result.outcome.status).toBe("cancelled");
     expect(result.stored?.status).toBe("cancelled");
     expect(result.messages.map((m) => m.content)).toEqual(["hello", "partial"]);
-    expect(result.parts.map((p) => p.type)).toEqual(["text-start", "text-delta"]);
+    expect(result.parts.map((p) => p.type)).toEqual(["text-start", "text-delta", "text-end"]);
   });
 
   it("stops a flow that keeps yielding without awaiting anything", async () => {
@@ -558,7 +558,9 @@ describe("driveRun: cancellation", () => {
       },
     });
     expect(outcome.status).toBe("cancelled");
-    expect(parts).toHaveLength(4);
+    // Four parts, then the text's end.
+    expect(parts).toHaveLength(5);
+    expect(parts.at(-1)?.type).toBe("text-end");
     expect(messages.map((m) => m.content)).toEqual(["hello", "0 1 2 "]);
   });
 

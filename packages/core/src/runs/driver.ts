@@ -289,7 +289,7 @@ async function* runFlow(
     // The flow may be suspended inside its own await; it is told through ctx.signal.
     void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
   }
-  const parts = transcript.end(status === "cancelled");
+  const parts = transcript.end();
   for (let i = 0; i < parts.length; i++) yield parts[i] as TextPart;
   return { status, result, error };
 }

@@ -33,28 +33,28 @@ describe("Transcript: live text", () => {
     expect(shape(third)).toEqual([["text-delta", "world"]]);
     // Nothing is stored while the text is open.
     expect(t.produced).toEqual([]);
-    const end = t.end(false);
+    const end = t.end();
     expect(shape(end)).toEqual([["text-end"]]);
     const ids = new Set([...first, ...second, ...third, ...end].map((part) => part.id));
     expect(ids.size).toBe(1);
     expect([...ids][0]).toMatch(UUID);
     expect(t.produced.map((m) => [m.role, m.content])).toEqual([["assistant", "Hello, world"]]);
     // Ending again sends nothing and stores nothing more.
-    expect(t.end(false)).toEqual([]);
+    expect(t.end()).toEqual([]);
     expect(t.produced).toHaveLength(1);
   });
 
   it("ignores empty deltas: they neither open a text nor send a part", () => {
     const t = transcript();
     expect(t.apply(text(""))).toEqual([]);
-    expect(t.end(false)).toEqual([]);
+    expect(t.end()).toEqual([]);
     expect(t.produced).toEqual([]);
 
     const open = transcript();
     open.apply(text("a"));
     expect(open.apply(text(""))).toEqual([]);
     expect(shape(open.apply(text("b")))).toEqual([["text-delta", "b"]]);
-    open.end(false);
+    open.end();
     expect(open.produced.map((m) => m.content)).toEqual(["ab"]);
   });
 
@@ -65,7 +65,7 @@ describe("Transcript: live text", () => {
     const after = t.apply(text("two"));
     expect(shape(after)).toEqual([["text-start"], ["text-delta", "two"]]);
     expect(after[0]?.id).not.toBe(before[0]?.id);
-    t.end(false);
+    t.end();
     expect(t.produced.map((m) => m.content)).toEqual(["one", "two"]);
   });
 
@@ -84,7 +84,7 @@ describe("Transcript: live text", () => {
     expect(parts[0]?.id).toBe(open[0]?.id);
     expect(parts[1]?.id).not.toBe(open[0]?.id);
     expect(parts[1]?.id).toBe(parts[3]?.id);
-    expect(t.end(false)).toEqual([]);
+    expect(t.end()).toEqual([]);
     expect(t.produced.map((m) => [m.role, m.content])).toEqual([
       ["assistant", "partial"],
       ["assistant", "whole"],
@@ -129,7 +129,7 @@ describe("Transcript: live text", () => {
     const open = transcript();
     open.apply(text("still open"));
     expect(open.apply(handover())).toEqual([]);
-    expect(shape(open.end(false))).toEqual([["text-end"]]);
+    expect(shape(open.end())).toEqual([["text-end"]]);
     expect(open.produced.map((m) => m.content)).toEqual(["still open"]);
   });
 
@@ -140,8 +140,8 @@ describe("Transcript: live text", () => {
     const liveParts = events.flatMap((event) => [...live.apply(event)]);
     expect(liveParts.length).toBeGreaterThan(0);
     for (const event of events) expect(quiet.apply(event)).toEqual([]);
-    expect(quiet.end(false)).toEqual([]);
-    live.end(false);
+    expect(quiet.end()).toEqual([]);
+    live.end();
     const stored = (t: Transcript) => t.produced.map((m) => [m.role, m.content, m.nodeType, m.toolCallId]);
     expect(stored(quiet)).toEqual(stored(live));
     expect(stored(quiet)).toEqual([
@@ -164,7 +164,7 @@ describe("Transcript: messages", () => {
     t.apply(message("found", { role: "tool", toolCallId: "call_1" }));
     t.apply(step("plan", "llm"));
     t.apply(message("again"));
-    t.end(false);
+    t.end();
     const [first, planned, found, again] = t.produced;
     expect(first).toMatchObject({ stepId: null, nodeType: null });
     expect(planned).toMatchObject({ nodeType: "llm" });
@@ -181,7 +181,7 @@ describe("Transcript: messages", () => {
     t.apply(step("one", "a"));
     t.apply(text("text of one"));
     t.apply(step("two", "b"));
-    t.end(false);
+    t.end();
     expect(t.produced[0]).toMatchObject({ content: "text of one", nodeType: "a" });
   });
 
@@ -193,7 +193,7 @@ describe("Transcript: messages", () => {
     t.apply(message('{"answer":42}', { role: "tool", toolCallId: "call_1" }));
     t.apply(message("carried", { role: "tool", toolCalls: calls }));
     t.apply(text("The answer is 42."));
-    t.end(false);
+    t.end();
     const [call, tool, carried, reply] = t.produced;
     for (const produced of t.produced) {
       expect(produced).toMatchObject({ origin: "agent", runId: RUN_ID, livechatMessageId: null, sender: null });
@@ -214,7 +214,7 @@ describe("Transcript: messages", () => {
     const spoken = [...t.apply(text("Let me look.")), ...t.apply(message("", { toolCalls: first }))];
     expect(spoken.map((part) => part.type)).toEqual(["text-start", "text-delta", "text-end"]);
     expect(t.apply(message("", { toolCalls: second }))).toEqual([]);
-    t.end(false);
+    t.end();
     expect(t.produced.map(({ content, toolCalls }) => ({ content, toolCalls }))).toEqual([
       { content: "Let me look.", toolCalls: first },
       { content: "", toolCalls: second },
@@ -256,7 +256,7 @@ describe("Transcript: messages", () => {
     // Setting state leaves an open text open.
     t.apply(text("x"));
     expect(t.apply(setState(1))).toEqual([]);
-    expect(shape(t.end(false))).toEqual([["text-end"]]);
+    expect(shape(t.end())).toEqual([["text-end"]]);
   });
 });
 
@@ -265,7 +265,7 @@ describe("Transcript: outcome", () => {
     const t = transcript();
     t.apply(step("s", "llm"));
     t.apply(text("hi"));
-    t.end(false);
+    t.end();
     expect(t.outcome(RUN_ID, "conv-1", END)).toEqual({
       runId: RUN_ID,
       conversationId: "conv-1",
@@ -295,7 +295,7 @@ describe("Transcript: outcome", () => {
     t.apply(message("tool output", { role: "tool", toolCallId: "call-1" }));
     t.apply(suggestions(["after the tool"]));
     t.apply(pause("third"));
-    t.end(false);
+    t.end();
     expect(t.produced.map((m) => m.content)).toEqual(["first", "second", "tool output", "third"]);
     expect([...t.outcome(RUN_ID, "c", END).replyOptions]).toEqual([
       [0, { suggestions: ["early"], sources: [{ url: "https://docs.example" }] }],
@@ -337,12 +337,12 @@ describe("Transcript: outcome", () => {
     expect(t.outcome(RUN_ID, "c", { ...END, status: "cancelled", result: null })).toMatchObject({ status: "cancelled", livechatMode: null });
   });
 
-  it("keeps the text of a cancelled run but sends no end part: the stream is gone", () => {
+  it("keeps the text of a cancelled run and closes it: a resumed stream's followers read its end", () => {
     const t = transcript();
     t.apply(step("talk", "llm"));
     t.apply(text("partial "));
     t.apply(text("answer"));
-    expect(t.end(true)).toEqual([]);
+    expect(t.end().map((part) => part.type)).toEqual(["text-end"]);
     expect(t.produced.map((m) => [m.role, m.content, m.nodeType])).toEqual([["assistant", "partial answer", "llm"]]);
     expect(t.outcome(RUN_ID, "c", { ...END, status: "cancelled", result: null }).produced).toHaveLength(1);
   });

@@ -167,12 +167,11 @@ export class Transcript {
   }
 
   /**
-   * Closes the text left open when the flow ends. A cancelled run keeps what it wrote but
-   * sends no end part: its stream is already gone.
+   * Closes the text left open when the flow ends, cancelled runs included: a resumed
+   * stream's followers still read it, and its end part keeps the contract's order.
    */
-  end(cancelled: boolean): readonly TextPart[] {
-    const parts = this.#closeText();
-    return cancelled ? NO_PARTS : parts;
+  end(): readonly TextPart[] {
+    return this.#closeText();
   }
 
   /** The run's outcome; a run that succeeded after a pause or a handover is `pending`. */
