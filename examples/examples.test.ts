@@ -172,3 +172,106 @@ describe("npx channelkit, as the examples' READMEs write it", () => {
     expect(stdout).toContain("Usage: channelkit <command>");
   });
 });
+
+describe("examples/ai-agent", () => {
+  let dir = "";
+  let server: Started | undefined;
+  let output = "";
+  beforeAll(async () => {
+    if (!existsSync(CLI)) throw new Error("the examples run on the built packages: npm run build first");
+    dir = await mkdtemp(join(tmpdir(), "channelkit-ai-agent-"));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Starts the example as `start` does, keeping what it prints: on an empty database it
+   * provisions its own channel (the CLI knows only the demo flows) and prints the key.
+   */
+  async function startAgent(db: string): Promise<Started> {
+    const cwd = join(ROOT, "examples", "ai-agent");
+    const script = (JSON.parse(await readFile(join(cwd, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+    const [command, ...args] = script.split(" ");
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      CHANNELKIT_DB: db,
+      CHANNELKIT_SECRET_KEY: SECRET_KEY,
+      NODE_ENV: "development",
+    };
+    delete env.OPENAI_API_KEY; // the mock model, whatever the machine has
+    const child = spawn(command === "node" ? process.execPath : (command as string), args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`examples/ai-agent did not print "listening on" in time:\n${output}`)), 15_000);
+      const read = (chunk: Buffer) => {
+        output += chunk.toString();
+        const found = output.match(/listening on (http:\/\/\S+)/);
+        if (found) {
+          clearTimeout(timer);
+          resolve(found[1] as string);
+        }
+      };
+      child.stdout.on("data", read);
+      child.stderr.on("data", read);
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`examples/ai-agent exited with ${code}:\n${output}`));
+      });
+    });
+    return { url, stop: () => stop(child) };
+  }
+
+  /** The bodies of the README's execute curl lines, in order. */
+  async function readmeBodies(): Promise<{ payload: string }[]> {
+    const readme = await readFile(join(ROOT, "examples", "ai-agent", "README.md"), "utf8");
+    return readme
+      .split("\n")
+      .filter((line) => line.startsWith("curl -s http://127.0.0.1:3000/public/v1/api/execute"))
+      .map((line) => JSON.parse(line.match(/ -d '([^']*)'/)?.[1] ?? "null") as { payload: string });
+  }
+
+  it("on the mock model, answers the README's order question through lookupOrder (call and result in history) and hands over to the inbox", async () => {
+    const agent = await startAgent(join(dir, "agent.db"));
+    server = agent;
+    expect(output).toContain("model: mock");
+    const key = output.match(/API key \(shown once, keep it\): (svc_live_\w+)/)?.[1] as string;
+    expect(key, output).toBeDefined();
+    const { path, body } = await readmeRequest("ai-agent");
+    expect(JSON.parse(body)).toEqual({ payload: "Where is order 1042?" });
+    const execute = async (payload: string) => {
+      const response = await fetch(agent.url + path, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: payload,
+      });
+      expect(response.status).toBe(200);
+      return (await response.json()) as Record<string, any>;
+    };
+
+    const asked = await execute(body);
+    expect(asked.status, JSON.stringify(asked)).toBe("success");
+    expect(asked.output.metadata.execution_order).toEqual(["llm", "lookupOrder", "llm"]);
+    const history = await fetch(`${agent.url}/public/v1/api/conversations/${asked.conversation_id}/messages`, { headers: { authorization: `Bearer ${key}` } });
+    expect(history.status).toBe(200);
+    const { messages } = (await history.json()) as { messages: Record<string, any>[] };
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    const [, call, result, answer] = messages as [unknown, Record<string, any>, Record<string, any>, Record<string, any>];
+    expect(call.tool_calls).toHaveLength(1);
+    expect(call.tool_calls[0]).toMatchObject({ name: "lookupOrder", arguments: { orderId: "1042" } });
+    expect(result).toMatchObject({ role: "tool", node_type: "tool", tool_call_id: call.tool_calls[0].id });
+    expect(JSON.parse(result.content)).toMatchObject({ found: true, orderId: "1042", status: "shipped", carrier: "DHL" });
+    expect(answer.content).toContain("Order 1042 has shipped");
+    expect(answer.tool_calls).toBeNull();
+
+    // The README's handover request.
+    const handover = (await readmeBodies()).find((candidate) => /person/.test(candidate.payload));
+    expect(handover).toBeDefined();
+    const handedOver = await execute(JSON.stringify(handover));
+    expect(handedOver.status, JSON.stringify(handedOver)).toBe("pending");
+    expect(handedOver.output.metadata).toMatchObject({ execution_order: ["llm", "handover"], livechat_mode: "livechat_waiting" });
+    expect(handedOver.output.messages.at(-1).content).toBe("A person from our support team will take it from here.");
+  });
+});
