@@ -84,6 +84,18 @@ export function requestPathQueries(db: Kysely<Database>) {
           .select("c.id"),
       );
     }),
+    // A recorded stream (resumable channels): opened with its run's ticket, ended with its outcome.
+    openStream: new PreparedQuery(4, ($) =>
+      db.insertInto("run_streams").values({ run_id: $(0), conversation_id: $(1), started_at: $(2), ended: 0, alive_until: $(3) }),
+    ),
+    streamChunk: new PreparedQuery(3, ($) =>
+      db
+        .insertInto("run_stream_chunks")
+        .values({ run_id: $(0), seq: $(1), frames: $(2) })
+        // A stream ended by another instance (its owner thought lost) keeps its last chunk.
+        .onConflict((oc) => oc.columns(["run_id", "seq"]).doNothing()),
+    ),
+    endStream: new PreparedQuery(1, ($) => db.updateTable("run_streams").set({ ended: 1 }).where("run_id", "=", $(0))),
     takeTicket: new PreparedQuery(1, ($) =>
       db
         .updateTable("conversations")

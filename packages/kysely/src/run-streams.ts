@@ -5,8 +5,9 @@ import type { Database, RunStreamsTable } from "./schema.js";
 
 /**
  * The {@link RunStreamStore} on `run_streams` and `run_stream_chunks` (migration
- * `0009_run_streams`): one insert per chunk of events; the stream's row is written when it
- * opens, when it ends, and when its instance renews it (one statement for all its streams).
+ * `0009_run_streams`): one insert per chunk of events. A run's own writes open and end its
+ * stream (see `beginRun` and `completeRun`); the row is also written when its instance renews
+ * it (one statement for all its streams).
  */
 export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStreamStore {
   const insertChunk = (runId: string, seq: number, frames: string) =>
@@ -17,16 +18,13 @@ export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStrea
       .onConflict((oc) => oc.columns(["run_id", "seq"]).doNothing())
       .compile();
   return {
-    async open(stream, frames) {
-      await exec.transaction(function* () {
-        yield* rowsOf(
-          db
-            .insertInto("run_streams")
-            .values({ run_id: stream.runId, conversation_id: stream.conversationId, started_at: stream.startedAt, ended: 0, alive_until: stream.aliveUntil })
-            .compile(),
-        );
-        yield* rowsOf(insertChunk(stream.runId, 0, frames));
-      });
+    async open(stream) {
+      await exec.rows(
+        db
+          .insertInto("run_streams")
+          .values({ run_id: stream.runId, conversation_id: stream.conversationId, started_at: stream.startedAt, ended: 0, alive_until: stream.aliveUntil })
+          .compile(),
+      );
     },
 
     async append(runId, seq, frames, end) {
@@ -106,7 +104,7 @@ export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStrea
               .where("run_id", "=", stream.run_id)
               .compile(),
           );
-          yield* rowsOf(insertChunk(stream.run_id, Number(last?.seq ?? -1) + 1, frames));
+          yield* rowsOf(insertChunk(stream.run_id, Number(last?.seq ?? 0) + 1, frames));
           yield* rowsOf(
             db
               .updateTable("runs")

@@ -112,35 +112,24 @@ export class KyselyStorage implements Storage {
   async beginRun(input: BeginRunInput): Promise<RunTicket> {
     const queries = this.#queries;
     const { conversation } = input;
-    if (conversation.isNew) {
+    if (conversation.isNew && !input.stream) {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
       const { run, userMessage } = input;
-      await this.#insertConversation(
-        [
-          conversation.id,
-          conversation.tenantId,
-          conversation.channelId,
-          "bot",
-          null,
-          1,
-          run.startedAt,
-          run.startedAt,
-          1,
-          0,
-          input.leaseUntil,
-          conversation.language ?? null,
-          run.startedAt,
-          null,
-        ],
-        [messageToRow(conversation.id, 0, userMessage)],
-        runToRow(run, 0),
-      );
+      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], runToRow(run, 0));
       return {
         ticket: 0,
         claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
       };
     }
+    const { stream } = input;
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
+      // A recorded stream is findable from its first event: it is written with the ticket.
+      if (stream) yield* rowsOf(queries.openStream.bind([input.run.id, conversation.id, input.run.startedAt, stream.aliveUntil]));
+      if (conversation.isNew) {
+        yield* rowsOf(queries.insertConversation.bind(newConversationValues(input)));
+        const userMessage = yield* storeClaim(queries, input, 0, 0);
+        return { ticket: 0, claimed: { conversation: newConversationRecord(conversation, input.run.startedAt), userMessage } };
+      }
       const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
       const ticket = Number(row.next_ticket) - 1;
@@ -181,7 +170,7 @@ export class KyselyStorage implements Storage {
 
   async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
     const queries = this.#queries;
-    const { conversation, messages, run, ticket } = input;
+    const { conversation, messages, run, ticket, streamEnd } = input;
     const count = messages.length;
     const setsFlowState = input.claimed && "flowState" in input;
     const mode = input.claimed ? input.mode : undefined;
@@ -220,6 +209,10 @@ export class KyselyStorage implements Storage {
       // already ended (cancelled while waiting), unless nobody else is queued.
       const serving = Number(row.serving);
       if (serving === ticket + 1 && serving < Number(row.next_ticket)) yield* skipEndedTickets(queries, conversation.id, serving, input.claimUntil);
+      if (streamEnd) {
+        yield* rowsOf(queries.streamChunk.bind([run.id, streamEnd.seq, streamEnd.frames]));
+        yield* rowsOf(queries.endStream.bind([run.id]));
+      }
       // What was stored, from what was given rather than parsed back from the rows.
       return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
     });
@@ -429,6 +422,27 @@ function* claim(queries: Queries, input: BeginRunInput, ticket: number): Transac
   const record = rowToConversation(row);
   const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1);
   return { conversation: record, userMessage };
+}
+
+/** The values of `insertConversation` for the conversation a run starts: its ticket 0 served, its user message counted. */
+function newConversationValues(input: BeginRunInput): unknown[] {
+  const { conversation, run } = input;
+  return [
+    conversation.id,
+    conversation.tenantId,
+    conversation.channelId,
+    "bot",
+    null,
+    1,
+    run.startedAt,
+    run.startedAt,
+    1,
+    0,
+    input.leaseUntil,
+    conversation.language ?? null,
+    run.startedAt,
+    null,
+  ];
 }
 
 /** Writes what a claim stores: the user message at `turn` and the run's `running` row. */

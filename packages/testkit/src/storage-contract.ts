@@ -962,26 +962,20 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       const frame = (n: number) => `data: {"n":${n}}\n\n`;
       const openStream = async (conversationId: string, seconds: number, aliveSeconds = seconds + LEASE_SECONDS) => {
         const runId = crypto.randomUUID();
-        await streams().open({ runId, conversationId, startedAt: at(seconds), aliveUntil: at(aliveSeconds) }, frame(0));
+        await streams().open({ runId, conversationId, startedAt: at(seconds), aliveUntil: at(aliveSeconds) });
         return runId;
       };
 
       it("keeps a stream's chunks in order, reads after a seq, and ends it with its last chunk", async () => {
         const c = await conversation();
         const runId = await openStream(c.id, 1);
+        expect(await streams().read(runId, 0)).toEqual({
+          stream: { runId, conversationId: c.id, startedAt: at(1), ended: false, aliveUntil: at(1 + LEASE_SECONDS), cancelRequestedAt: null },
+          chunks: [],
+        });
         await streams().append(runId, 1, frame(1) + frame(2), false);
         await streams().append(runId, 2, frame(3), false);
-        const read = await streams().read(runId, -1);
-        expect(read?.stream).toEqual({
-          runId,
-          conversationId: c.id,
-          startedAt: at(1),
-          ended: false,
-          aliveUntil: at(1 + LEASE_SECONDS),
-          cancelRequestedAt: null,
-        });
-        expect(read?.chunks).toEqual([
-          { seq: 0, frames: frame(0) },
+        expect((await streams().read(runId, 0))?.chunks).toEqual([
           { seq: 1, frames: frame(1) + frame(2) },
           { seq: 2, frames: frame(3) },
         ]);
@@ -994,7 +988,24 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const ended = await streams().read(runId, 2);
         expect(ended).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 3, frames: frame(4) }] });
         expect(await streams().findLive(c.id)).toBeNull();
-        expect(await streams().read(crypto.randomUUID(), -1)).toBeNull();
+        expect(await streams().read(crypto.randomUUID(), 0)).toBeNull();
+      });
+
+      it("a run opens its stream with its ticket and ends it with its outcome, in the same writes", async () => {
+        const c = await conversation();
+        const first = c.run("first");
+        await storage.beginRun({ ...first.begin(0), stream: { aliveUntil: at(40) } });
+        expect(await streams().findLive(c.id)).toMatchObject({ runId: first.id, startedAt: first.record.startedAt, aliveUntil: at(40), ended: false });
+        // A run queued behind it opens its stream too: it is in flight from its first event.
+        const second = c.run("second");
+        const queued = await storage.beginRun({ ...second.begin(1, { isNew: false }), stream: { aliveUntil: at(41) } });
+        expect(queued.claimed).toBeNull();
+        expect((await streams().findLive(c.id))?.runId).toBe(second.id);
+
+        await storage.completeRun({ ...first.complete({ ticket: 0, messages: ["done"], seconds: 2 }), streamEnd: { seq: 1, frames: frame(9) } });
+        expect(await streams().read(first.id, 0)).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 1, frames: frame(9) }] });
+        expect(await storage.findRun(first.id)).toMatchObject({ status: "success" });
+        expect((await streams().findLive(c.id))?.runId).toBe(second.id);
       });
 
       it("finds the most recently opened live stream of a conversation, and none of another", async () => {
@@ -1027,8 +1038,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("ends the streams whose instance stopped with a last chunk, stores their running run cancelled, and prunes ended ones", async () => {
         const c = await conversation();
         const run = c.run("hello");
-        await storage.beginRun(run.begin(0));
-        await streams().open({ runId: run.id, conversationId: c.id, startedAt: at(0), aliveUntil: at(10) }, frame(0));
+        await storage.beginRun({ ...run.begin(0), stream: { aliveUntil: at(10) } });
         await streams().append(run.id, 1, frame(1), false);
         const alive = await openStream(c.id, 1, 1000);
 
@@ -1040,17 +1050,17 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findRun(run.id)).toMatchObject({ status: "cancelled", error: "lost", completedAt: at(11) });
         expect((await streams().findLive(c.id))?.runId).toBe(alive);
 
-        // A run that ended on its own keeps its outcome.
-        const finished = c.run("again");
-        await streams().open({ runId: finished.id, conversationId: c.id, startedAt: at(20), aliveUntil: at(21) }, frame(0));
+        // A stream with no chunk yet gets its last as chunk 1; a run that is not stored is left alone.
+        const waiting = await openStream(c.id, 20, 21);
         await streams().endLapsed(at(30), frame(99), "lost");
-        expect(await storage.findRun(finished.id)).toBeNull();
+        expect((await streams().read(waiting, 0))?.chunks).toEqual([{ seq: 1, frames: frame(99) }]);
+        expect(await storage.findRun(waiting)).toBeNull();
 
         await streams().prune(at(10));
-        expect(await streams().read(run.id, -1)).not.toBeNull();
+        expect(await streams().read(run.id, 0)).not.toBeNull();
         await streams().prune(at(11));
-        expect(await streams().read(run.id, -1)).toBeNull();
-        expect(await streams().read(alive, -1)).not.toBeNull();
+        expect(await streams().read(run.id, 0)).toBeNull();
+        expect(await streams().read(alive, 0)).not.toBeNull();
       });
 
       it("lets one of two instances sweeping at once end a lapsed stream", async () => {
@@ -1058,8 +1068,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const runId = await openStream(c.id, 1, 2);
         const [a, b] = await Promise.all([streams().endLapsed(at(3), frame(98), "lost"), streams().endLapsed(at(3), frame(99), "lost")]);
         expect(a.length + b.length).toBe(1);
-        const read = await streams().read(runId, -1);
-        expect(read?.chunks).toHaveLength(2);
+        expect((await streams().read(runId, 0))?.chunks).toHaveLength(1);
       });
     });
 

@@ -276,6 +276,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     lifecycle,
     historyLimit: 50,
     live: options.live ?? true,
+    streamEnding: { current: null },
   });
   const finished = (async () => {
     const parts: TextPart[] = [];

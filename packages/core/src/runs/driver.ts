@@ -12,6 +12,7 @@ import type {
   NewMessage,
   RunConversation,
   RunRecord,
+  RunStreamChunk,
   Storage,
   StoreRunInput,
 } from "../storage/types.js";
@@ -60,6 +61,29 @@ interface RunInput {
   historyLimit: number;
   /** Whether the caller streams the live text (see {@link Transcript}). */
   live: boolean;
+  /** A recorded stream's end (resumable channels), set by its recorder: written with the run's outcome. */
+  streamEnding: { current: StreamEnding | null };
+}
+
+/**
+ * Where a recorded run's stream ends: its last chunk (the events not yet written, then the
+ * closing one) is stored in the same transaction as the run's outcome, so that a client
+ * that has the outcome never finds the run still in flight, and the end costs no write of
+ * its own.
+ */
+export interface StreamEnding {
+  /** The last chunk for this outcome, once the chunks before it are written. */
+  lastChunk(outcome: RunOutcome): Promise<RunStreamChunk>;
+  /** The chunk is stored with the outcome. */
+  stored(): void;
+}
+
+/** Stores a run's completion, with its stream's last chunk when it is recorded. */
+async function complete(input: RunInput, completion: CompleteRunInput, outcome: RunOutcome): Promise<void> {
+  const ending = input.streamEnding.current;
+  if (ending) completion.streamEnd = await ending.lastChunk(outcome);
+  await input.storage.completeRun(completion);
+  ending?.stored();
 }
 
 /**
@@ -160,7 +184,7 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
   // The flow state when the flow set one (a present key, even `undefined`, sets it).
   if (transcript.flowState) completion.flowState = transcript.flowState.value;
   if (change) completion.mode = change;
-  await storage.completeRun(completion);
+  await complete(input, completion, outcome);
   lifecycle.turnPassed(input.conversation.id);
   if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
   return outcome;
@@ -196,15 +220,19 @@ async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcr
   });
   outcome.status = "pending";
   outcome.livechatMode = mode;
-  await input.storage.completeRun({
-    run: recordOf(input, outcome),
-    conversation: input.conversation,
-    ticket: input.ticket,
-    claimed: true,
-    messages: [],
-    liveChatUserTurn: turn.userMessage.turnIndex,
-    claimUntil: isoTimestamp(completedMs + input.lifecycle.leaseMs),
-  });
+  await complete(
+    input,
+    {
+      run: recordOf(input, outcome),
+      conversation: input.conversation,
+      ticket: input.ticket,
+      claimed: true,
+      messages: [],
+      liveChatUserTurn: turn.userMessage.turnIndex,
+      claimUntil: isoTimestamp(completedMs + input.lifecycle.leaseMs),
+    },
+    outcome,
+  );
   input.lifecycle.turnPassed(input.conversation.id);
   input.livechat.afterRun(input.channel, input.conversation.id, undefined, { ...turn.userMessage, origin: "livechat", sender: "user" });
   return outcome;
@@ -319,14 +347,18 @@ async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunO
     completedAt: now,
     durationMs: 0,
   });
-  await input.storage.completeRun({
-    run: recordOf(input, outcome),
-    conversation: input.conversation,
-    ticket: input.ticket,
-    claimed: false,
-    messages: [userMessageOf(input.runId, input.payload, now, input.estimateTokens)],
-    claimUntil: isoTimestamp(nowMs + input.lifecycle.leaseMs),
-  });
+  await complete(
+    input,
+    {
+      run: recordOf(input, outcome),
+      conversation: input.conversation,
+      ticket: input.ticket,
+      claimed: false,
+      messages: [userMessageOf(input.runId, input.payload, now, input.estimateTokens)],
+      claimUntil: isoTimestamp(nowMs + input.lifecycle.leaseMs),
+    },
+    outcome,
+  );
   input.lifecycle.turnPassed(input.conversation.id);
   return outcome;
 }

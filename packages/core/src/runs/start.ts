@@ -4,7 +4,7 @@ import { newConversationRecord, storedMessage } from "../storage/records.js";
 import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
 import type { RegisteredFlow } from "../context.js";
 import type { FlowTrigger } from "../flows/define.js";
-import { claimOf, driveRun, type RunSteps } from "./driver.js";
+import { claimOf, driveRun, type RunSteps, type StreamEnding } from "./driver.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
@@ -34,6 +34,11 @@ export interface StartRunInput {
   request: Pick<IncomingRequest, "signal" | "onClientGone"> | null;
   /** Whether the caller streams the live text (false for a JSON answer). */
   live: boolean;
+  /**
+   * Whether the run's stream is recorded (a channel with resumable streams): it opens with
+   * the run's ticket, and the recorder sets how it ends ({@link StartedRun.endStream}). Needs `live`.
+   */
+  recorded?: boolean;
 }
 
 /** A run that has taken its place in its conversation. */
@@ -48,6 +53,8 @@ export interface StartedRun {
   steps: RunSteps;
   /** Stops the run: it is stored `cancelled` with what it produced so far. */
   cancel(reason?: unknown): void;
+  /** How a recorded stream ends: its last chunk is stored with the run's outcome. Set before the steps are pulled. */
+  endStream(ending: StreamEnding): void;
 }
 
 /**
@@ -76,6 +83,8 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
   const base = { flow: input.flow.flow, channel, runId, conversation, payload: input.payload, estimateTokens: ctx.estimateTokens };
   const arrivedMs = Date.now();
   const claim = claimOf(base, arrivedMs, runs.leaseMs);
+  if (input.recorded) claim.stream = { aliveUntil: claim.leaseUntil };
+  const streamEnding: { current: StreamEnding | null } = { current: null };
   // A run answered as JSON that starts a conversation has no observer before its answer:
   // nobody else knows the conversation's id. It is stored whole at its end, in one
   // transaction, instead of a claim now and its outcome then (see docs/benchmarks.md).
@@ -107,8 +116,17 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     livechat: ctx.livechat,
     historyLimit: ctx.historyLimit,
     live: input.live,
+    streamEnding,
   });
-  return { runId, conversationId: conversation.id, steps: tracked(runs, abort, input.request, steps), cancel: (reason) => abort.abort(reason) };
+  return {
+    runId,
+    conversationId: conversation.id,
+    steps: tracked(runs, abort, input.request, steps),
+    cancel: (reason) => abort.abort(reason),
+    endStream: (ending) => {
+      streamEnding.current = ending;
+    },
+  };
 }
 
 /** What stops following a client that is not followed. */

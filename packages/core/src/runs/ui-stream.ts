@@ -24,6 +24,16 @@ function sseFrame(event: UIStreamEvent): string {
   return `data: ${JSON.stringify(event)}\n\n`;
 }
 
+/** The stream's first frame, `data-run`: made from the run's ids, so a recorded stream need not store it. */
+export function dataRunFrame(runId: string, conversationId: string): string {
+  return sseFrame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } });
+}
+
+/** The stream's last frame for an outcome (see {@link closingEvent}). */
+export function closingFrame(outcome: RunOutcome): string {
+  return sseFrame(closingEvent(outcome));
+}
+
 /**
  * The stream's last event: `finish` for a run that completed (also when the flow paused),
  * `error` for a flow error.
@@ -68,7 +78,7 @@ export function uiMessageStream(started: StartedRun, onStorageError: (error: unk
       if (!opened) {
         // The run has its place in the conversation: its first event leaves with the status line.
         opened = true;
-        return sseFrame({ type: "data-run", data: { run_id: started.runId, conversation_id: started.conversationId } });
+        return dataRunFrame(started.runId, started.conversationId);
       }
       return finished ? null : next();
     },

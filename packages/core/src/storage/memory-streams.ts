@@ -1,25 +1,42 @@
 import type { RunStreamChunk, RunStreamRecord, RunStreamStore } from "./types.js";
 
+/** The in-memory {@link RunStreamStore}, and the writes the memory storage's runs make in their own transactions. */
+export interface MemoryRunStreams extends RunStreamStore {
+  /** Opens a stream (what `beginRun` does with its ticket). */
+  openNow(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): void;
+  /** Appends a chunk, ending the stream with it when `end` (what `completeRun` does with its outcome). */
+  appendNow(runId: string, chunk: RunStreamChunk, end: boolean): void;
+}
+
 /**
  * The {@link RunStreamStore} of the in-memory storage: streams in a map, as the SQL stores
  * keep them in `run_streams` and `run_stream_chunks`. `cancelRun` stores a lapsed stream's
  * run `cancelled` if it is still running; `checkOpen` throws once the storage is closed.
  */
-export function memoryRunStreams(cancelRun: (runId: string, at: string, error: string) => void, checkOpen: () => void): RunStreamStore {
+export function memoryRunStreams(cancelRun: (runId: string, at: string, error: string) => void, checkOpen: () => void): MemoryRunStreams {
   const streams = new Map<string, { record: RunStreamRecord; chunks: RunStreamChunk[] }>();
+  function openNow(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): void {
+    checkOpen();
+    if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);
+    streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, chunks: [] });
+  }
+  function appendNow(runId: string, chunk: RunStreamChunk, end: boolean): void {
+    checkOpen();
+    const stream = streams.get(runId);
+    if (!stream) return;
+    // A stream ended by another instance (its owner thought lost) keeps its last chunk.
+    if (stream.chunks.some((stored) => stored.seq === chunk.seq)) return;
+    stream.chunks.push({ ...chunk });
+    if (end) stream.record = { ...stream.record, ended: true };
+  }
   return {
-    async open(stream, frames) {
-      checkOpen();
-      if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);
-      streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, chunks: [{ seq: 0, frames }] });
+    openNow,
+    appendNow,
+    async open(stream) {
+      openNow(stream);
     },
     async append(runId, seq, frames, end) {
-      checkOpen();
-      const stream = streams.get(runId);
-      if (!stream) return;
-      if (stream.chunks.some((chunk) => chunk.seq === seq)) throw new Error(`channelkit (memory storage): chunk ${seq} of stream ${runId} exists`);
-      stream.chunks.push({ seq, frames });
-      if (end) stream.record = { ...stream.record, ended: true };
+      appendNow(runId, { seq, frames }, end);
     },
     async findLive(conversationId) {
       checkOpen();
@@ -58,7 +75,7 @@ export function memoryRunStreams(cancelRun: (runId: string, at: string, error: s
       const ended: RunStreamRecord[] = [];
       for (const stream of streams.values()) {
         if (stream.record.ended || stream.record.aliveUntil >= now) continue;
-        stream.chunks.push({ seq: Math.max(...stream.chunks.map((chunk) => chunk.seq)) + 1, frames });
+        stream.chunks.push({ seq: Math.max(0, ...stream.chunks.map((chunk) => chunk.seq)) + 1, frames });
         stream.record = { ...stream.record, ended: true };
         cancelRun(stream.record.runId, now, error);
         ended.push({ ...stream.record });

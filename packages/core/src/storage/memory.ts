@@ -264,6 +264,39 @@ export function memoryStorage(): Storage {
     if (stored && message) put(stored, turn, { ...message, origin: "livechat", sender: "user" });
   }
 
+  /** Takes a run's ticket in its conversation (creating it when new), claiming the turn when it is the run's. */
+  function takeTicket(input: BeginRunInput): RunTicket {
+    const { conversation } = input;
+    if (conversation.isNew) {
+      // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
+      const row: ConversationRow = {
+        id: conversation.id,
+        tenantId: conversation.tenantId,
+        channelId: conversation.channelId,
+        mode: "bot",
+        modeSince: input.run.startedAt,
+        flowState: null,
+        nextTurn: 1,
+        livechatConversationId: null,
+        language: conversation.language ?? null,
+        createdAt: input.run.startedAt,
+        updatedAt: input.run.startedAt,
+        nextTicket: 1,
+        serving: 0,
+        leaseUntil: input.leaseUntil,
+      };
+      insertConversation(row);
+      const userMessage = storeClaim(input, 0, 0);
+      return { ticket: 0, claimed: { conversation: rowToConversation(row), userMessage } };
+    }
+    const row = conversations.get(conversation.id);
+    if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+    const ticket = row.nextTicket;
+    put(conversations, row.id, { ...row, nextTicket: ticket + 1 });
+    if (row.serving !== ticket) return { ticket, claimed: null };
+    return { ticket, claimed: claim(input, ticket) };
+  }
+
   const runStreams = memoryRunStreams(
     (runId, at, error) => {
       const run = runs.get(runId);
@@ -300,34 +333,12 @@ export function memoryStorage(): Storage {
     async beginRun(input: BeginRunInput): Promise<RunTicket> {
       const { conversation } = input;
       return transaction(() => {
-        if (conversation.isNew) {
-          // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
-          const row: ConversationRow = {
-            id: conversation.id,
-            tenantId: conversation.tenantId,
-            channelId: conversation.channelId,
-            mode: "bot",
-            modeSince: input.run.startedAt,
-            flowState: null,
-            nextTurn: 1,
-            livechatConversationId: null,
-            language: conversation.language ?? null,
-            createdAt: input.run.startedAt,
-            updatedAt: input.run.startedAt,
-            nextTicket: 1,
-            serving: 0,
-            leaseUntil: input.leaseUntil,
-          };
-          insertConversation(row);
-          const userMessage = storeClaim(input, 0, 0);
-          return { ticket: 0, claimed: { conversation: rowToConversation(row), userMessage } };
+        const ticket = takeTicket(input);
+        // Last, as nothing after it can fail: the streams are not in the transaction's journal.
+        if (input.stream) {
+          runStreams.openNow({ runId: input.run.id, conversationId: conversation.id, startedAt: input.run.startedAt, aliveUntil: input.stream.aliveUntil });
         }
-        const row = conversations.get(conversation.id);
-        if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
-        const ticket = row.nextTicket;
-        put(conversations, row.id, { ...row, nextTicket: ticket + 1 });
-        if (row.serving !== ticket) return { ticket, claimed: null };
-        return { ticket, claimed: claim(input, ticket) };
+        return ticket;
       });
     },
 
@@ -429,6 +440,7 @@ export function memoryStorage(): Storage {
         // The turn passed on when this ticket was the one served: skip tickets whose run
         // already ended (cancelled while waiting), unless nobody else is queued.
         if (updated.serving === ticket + 1 && updated.serving < updated.nextTicket) skipEndedTickets(conversation.id, updated.serving, input.claimUntil);
+        if (input.streamEnd) runStreams.appendNow(run.id, input.streamEnd, true);
         return stored;
       });
     },

@@ -202,6 +202,12 @@ export interface BeginRunInput {
   now: string;
   /** ISO 8601 time until which the turn is held unless renewed. */
   leaseUntil: string;
+  /**
+   * Set on a channel with resumable streams: the run's stream is recorded from now, its
+   * `run_streams` row written with the ticket (see {@link RunStreamStore.open}); ignored by
+   * {@link Storage.claimTurn}.
+   */
+  stream?: { aliveUntil: string };
 }
 
 /** A run's claim on its conversation's turn: the row it writes and the lease it takes. */
@@ -238,6 +244,8 @@ export interface CompleteRunInput {
   liveChatUserTurn?: number;
   /** ISO 8601 time until which the next ticket may claim its turn before it is taken over. */
   claimUntil: string;
+  /** A recorded stream's last chunk, written with the outcome and ending the stream (see {@link RunStreamStore.append}). */
+  streamEnd?: RunStreamChunk;
 }
 
 /**
@@ -313,7 +321,7 @@ export interface LiveFeed {
 export interface RunStreamRecord {
   runId: string;
   conversationId: string;
-  /** ISO 8601 time the stream opened (its `data-run` event). */
+  /** ISO 8601 time the stream opened (its `data-run` event, made from its ids: chunks start at 1). */
   startedAt: string;
   /** Whether its last event (`finish` or `error`) is recorded. */
   ended: boolean;
@@ -325,7 +333,7 @@ export interface RunStreamRecord {
 
 /** Events of a recorded stream, as the SSE frames sent: one write's worth. */
 export interface RunStreamChunk {
-  /** 0 for the chunk that opened the stream, then 1, 2, ... */
+  /** 1, 2, ... (the stream's first event, `data-run`, is not stored: it is made from the stream's ids). */
   seq: number;
   frames: string;
 }
@@ -335,8 +343,8 @@ export interface RunStreamChunk {
  * database (see docs/streaming.md). A chunk is written per batch of events, not per event.
  */
 export interface RunStreamStore {
-  /** Records a new stream and its first chunk (seq 0). */
-  open(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">, frames: string): Promise<void>;
+  /** Records a new stream (a run's {@link Storage.beginRun} does it with its ticket, when asked). */
+  open(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): Promise<void>;
   /** Appends chunk `seq`; with `end`, marks the stream ended in the same write. */
   append(runId: string, seq: number, frames: string, end: boolean): Promise<void>;
   /** The conversation's most recently opened stream that has not ended, or null. */
@@ -349,7 +357,7 @@ export interface RunStreamStore {
   requestCancel(runId: string, at: string): Promise<boolean>;
   /**
    * Ends every stream not renewed since its `aliveUntil` passed before `now` (its instance
-   * stopped): appends `frames` as its last chunk, and stores its run `cancelled` with `error`
+   * stopped): appends `frames` as its last chunk (after its last, or as chunk 1), and stores its run `cancelled` with `error`
    * if the run is still `running`. Returns the streams it ended.
    */
   endLapsed(now: string, frames: string, error: string): Promise<RunStreamRecord[]>;

@@ -1,19 +1,19 @@
 import type { Logger } from "../context.js";
 import type { Reply, ReplyChunk } from "../http/reply.js";
 import { PushStream } from "../http/sse.js";
-import { isoTimestamp } from "../runs/timestamp.js";
-import type { RunSteps } from "../runs/driver.js";
+import type { RunSteps, StreamEnding } from "../runs/driver.js";
 import type { RunOutcome } from "../runs/outcome.js";
 import type { StartedRun } from "../runs/start.js";
-import { UI_STREAM_HEADERS, uiMessageStream } from "../runs/ui-stream.js";
-import type { LiveFeed, RunStreamRecord, RunStreamStore } from "../storage/types.js";
+import { isoTimestamp } from "../runs/timestamp.js";
+import { closingFrame, dataRunFrame, UI_STREAM_HEADERS, uiMessageStream } from "../runs/ui-stream.js";
+import type { LiveFeed, RunStreamChunk, RunStreamRecord, RunStreamStore } from "../storage/types.js";
 
 /** Longest a recorded stream's events wait before they are written, in ms: the cost is one write per this much streaming, not one per event. */
 const FLUSH_MS = 50;
 /** How long an ended stream is kept for followers still reading it, in ms. */
 const KEEP_ENDED_MS = 60_000;
-/** How often a follower reads its stream when no doorbell rang (a doorbell lost with a connection), in ms. */
-const FOLLOW_POLL_MS = 1000;
+/** How often a follower on another instance than the run's reads what was recorded, in ms (one indexed read). */
+const FOLLOW_POLL_MS = 100;
 
 /** The largest chunk number (a 32-bit integer column): reading after it reads the stream alone. */
 const LAST_SEQ = 2 ** 31 - 1;
@@ -23,18 +23,18 @@ const LOST_FRAME = `data: ${JSON.stringify({ type: "error", errorText: "The repl
 /** Why its run is stored `cancelled`. */
 const LOST_ERROR = "The run was abandoned: the instance running it stopped before it ended.";
 
-/** The feed topic that rings when a stream has a new chunk. */
-const chunkTopic = (runId: string) => `run-stream:${runId}`;
-/** The feed topic that asks the instance running a stream to cancel its run. */
-const cancelTopic = (runId: string) => `run-cancel:${runId}`;
+/** The feed topic on which an instance asks the one running a stream to cancel its run (the message is the run id). */
+const CANCEL_TOPIC = "run-cancel";
 
 /**
  * Resumable streams (docs/streaming.md): a streamed run of a channel with
- * `resumableStreams` is recorded in the storage's {@link RunStreamStore} as it goes, chunk
- * by chunk, and goes on when its client leaves; any instance on the database answers a
- * reconnecting client with the whole stream so far, then the rest live (a doorbell on the
- * live feed per chunk), and can cancel it. Each instance renews its streams and ends those
- * of instances that stopped.
+ * `resumableStreams` is recorded in the storage's {@link RunStreamStore} as it goes, and
+ * goes on when its client leaves. The stream opens with the run's ticket and ends with its
+ * outcome, in the run's own writes; a run streaming longer than {@link FLUSH_MS} writes its
+ * events in chunks between. Any instance on the database answers a reconnecting client with
+ * the whole stream so far, then the rest as it is recorded (followers here are woken by the
+ * recording; elsewhere they read every {@link FOLLOW_POLL_MS}), and can cancel it (through
+ * the live feed). Each instance renews its streams and ends those of instances that stopped.
  */
 export class RunStreams {
   readonly #store: RunStreamStore | undefined;
@@ -45,8 +45,12 @@ export class RunStreams {
   readonly #recording = new Map<string, Recording>();
   /** Followers open here: `close()` ends them. */
   readonly #following = new Set<PushStream>();
+  /** Readers here of a stream recorded here, woken when it records a chunk, by run id. */
+  readonly #wakers = new Map<string, Set<() => void>>();
   /** Recordings until their last chunk is written: `settled()` waits for them. */
   readonly #pumps = new Set<Promise<void>>();
+  /** The one subscription to cancels from other instances, made by the first recording. */
+  #cancels: Promise<() => void> | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   #closed = false;
 
@@ -56,8 +60,8 @@ export class RunStreams {
     this.#logger = options.logger;
     this.#leaseMs = options.leaseMs;
     if (this.#store) {
-      // Renewals, cancels asked while a doorbell was lost, and streams of stopped instances:
-      // every third of the lease, on every instance, whether or not it records anything.
+      // Renewals, cancels whose message was lost, and streams of stopped instances: every
+      // third of the lease, on every instance, whether or not it records anything.
       this.#timer = setInterval(() => void this.#maintain(), this.#leaseMs / 3);
       (this.#timer as { unref?: () => void }).unref?.();
     }
@@ -69,18 +73,18 @@ export class RunStreams {
   }
 
   /**
-   * Records a started run's stream and answers its client with it. The run no longer
-   * follows that client: it runs to its end (or its time limit) whether the client stays.
+   * Records the stream of a run started `recorded` and answers its client with it. The run
+   * no longer follows that client: it runs to its end (or its time limit) whether it stays.
    */
-  async record(started: StartedRun): Promise<Reply> {
+  record(started: StartedRun): Reply {
     const client = new PushStream(() => undefined);
-    await this.#record(started, client);
+    this.#record(started, client);
     return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: client };
   }
 
   /**
-   * Records a run answered as JSON (start it `live`: its stream is what a reconnecting
-   * client gets) and resolves with its outcome once it is stored and its stream recorded.
+   * Records a run answered as JSON (started `recorded` and `live`: its stream is what a
+   * reconnecting client gets) and resolves with its outcome once stored.
    */
   async recordToEnd(started: StartedRun): Promise<RunOutcome> {
     let outcome: RunOutcome | undefined;
@@ -97,48 +101,25 @@ export class RunStreams {
         }
       },
     };
-    const { pumped } = await this.#record({ ...started, steps }, null);
-    await pumped;
+    await this.#record({ ...started, steps }, null);
     if (outcome === undefined) throw failure;
     return outcome;
   }
 
-  /**
-   * Opens the run's stream in the store, then pumps it to its end: resolves once the stream
-   * is open, with the pump (in an object: a promise resolving to a promise would wait for it).
-   */
-  async #record(started: StartedRun, client: PushStream | null): Promise<{ pumped: Promise<void> }> {
+  /** Pumps the run's stream to its end, recording it; resolves once its last chunk is written. */
+  #record(started: StartedRun, client: PushStream | null): Promise<void> {
     const store = this.#store as RunStreamStore;
-    const source = uiMessageStream(started, (error) => this.#logger.error(`channelkit: run ${started.runId} could not be stored`, error));
-    const first = (await source.pull()) as string;
-    const nowMs = Date.now();
-    try {
-      await store.open(
-        { runId: started.runId, conversationId: started.conversationId, startedAt: isoTimestamp(nowMs), aliveUntil: isoTimestamp(nowMs + this.#leaseMs) },
-        first,
-      );
-    } catch (error) {
-      // Nothing was sent: the run is cancelled (and stored so, if the database lets it) and the request fails.
-      source.cancel();
-      throw error;
-    }
-    client?.push(first);
-    const recording = new Recording(started, store, this.#feed, this.#logger, client);
+    this.#cancels ??= this.#feed.subscribe(CANCEL_TOPIC, (runId) => this.#recording.get(runId)?.cancel());
+    const recording = new Recording(started, store, this.#logger, client, () => this.#wake(started.runId));
+    started.endStream(recording);
     this.#recording.set(started.runId, recording);
-    // Cancels from other instances: the doorbell, with the renewal's look as the fallback.
-    void this.#feed
-      .subscribe(cancelTopic(started.runId), () => started.cancel())
-      .then(
-        (stop) => (recording.ended ? stop() : recording.onEnd(stop)),
-        (error) => this.#logger.warn(`channelkit: run ${started.runId} does not hear cancels from other instances`, error),
-      );
-    const pumped = recording.pump(source);
+    const pumped = recording.pump(uiMessageStream(started, (error) => this.#logger.error(`channelkit: run ${started.runId} could not be stored`, error)));
     this.#pumps.add(pumped);
     void pumped.finally(() => {
       this.#pumps.delete(pumped);
       this.#recording.delete(started.runId);
     });
-    return { pumped };
+    return pumped;
   }
 
   /**
@@ -150,11 +131,11 @@ export class RunStreams {
     if (!store) return noContent();
     let live = await store.findLive(conversationId);
     if (live && live.aliveUntil < isoTimestamp(Date.now())) {
-      await this.#endLapsed();
+      await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
       live = await store.findLive(conversationId);
     }
     if (!live || this.#closed) return noContent();
-    return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: await this.#follow(store, live) };
+    return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: this.#follow(store, live) };
   }
 
   /**
@@ -168,18 +149,8 @@ export class RunStreams {
     if (!live || !(await store.requestCancel(live.runId, isoTimestamp(Date.now())))) return null;
     const local = this.#recording.get(live.runId);
     if (local) local.cancel();
-    else await this.#feed.publish(cancelTopic(live.runId), "cancel");
-    const ended = await this.#awaitEnd(store, live.runId, waitMs);
-    return { runId: live.runId, ended };
-  }
-
-  /**
-   * Resolves once every recording has written its last chunk (their runs ended first), then
-   * stops renewing: what `service.close()` waits for after the runs.
-   */
-  async settled(): Promise<void> {
-    while (this.#pumps.size > 0) await Promise.allSettled([...this.#pumps]);
-    clearInterval(this.#timer);
+    else await this.#feed.publish(CANCEL_TOPIC, live.runId);
+    return { runId: live.runId, ended: await this.#awaitEnd(store, live.runId, waitMs) };
   }
 
   /** Ends the followers and answers no new ones; the recordings end with their runs. */
@@ -189,16 +160,28 @@ export class RunStreams {
     this.#following.clear();
   }
 
-  async #follow(store: RunStreamStore, live: RunStreamRecord): Promise<PushStream> {
-    let stop: () => void = () => undefined;
+  /**
+   * Resolves once every recording has written its last chunk (their runs ended first), then
+   * stops renewing and listening: what `service.close()` waits for after the runs.
+   */
+  async settled(): Promise<void> {
+    while (this.#pumps.size > 0) await Promise.allSettled([...this.#pumps]);
+    clearInterval(this.#timer);
+    const stop = await this.#cancels?.catch(() => undefined);
+    stop?.();
+  }
+
+  #follow(store: RunStreamStore, live: RunStreamRecord): PushStream {
     let poll: ReturnType<typeof setInterval> | undefined;
+    let unwake: () => void = () => undefined;
     const stream = new PushStream(() => {
-      stop();
       clearInterval(poll);
+      unwake();
       this.#following.delete(stream);
     });
     this.#following.add(stream);
-    let after = -1;
+    stream.push(dataRunFrame(live.runId, live.conversationId));
+    let after = 0;
     let reading = false;
     let again = false;
     const read = async (): Promise<void> => {
@@ -220,7 +203,7 @@ export class RunStreams {
             stream.end();
             return;
           }
-          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await this.#endLapsed();
+          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
         } while (again && !stream.ended);
       } catch (error) {
         this.#logger.warn(`channelkit: a resumed stream could not read run ${live.runId}`, error);
@@ -228,20 +211,38 @@ export class RunStreams {
         reading = false;
       }
     };
-    // Listening before the first read: a chunk written in between rings.
-    stop = await this.#feed.subscribe(chunkTopic(live.runId), () => void read());
-    if (stream.ended) stop();
+    // A stream recorded here wakes its readers; one recorded elsewhere is read every poll.
+    unwake = this.#onWrite(live.runId, () => void read());
     poll = setInterval(() => void read(), FOLLOW_POLL_MS);
     (poll as { unref?: () => void }).unref?.();
-    await read();
+    void read();
     return stream;
+  }
+
+  /** Calls `listener` each time the stream of `runId`, recorded here, writes; returns what stops it. */
+  #onWrite(runId: string, listener: () => void): () => void {
+    let set = this.#wakers.get(runId);
+    if (!set) {
+      set = new Set();
+      this.#wakers.set(runId, set);
+    }
+    const listeners = set;
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.#wakers.get(runId) === listeners) this.#wakers.delete(runId);
+    };
+  }
+
+  #wake(runId: string): void {
+    for (const listener of [...(this.#wakers.get(runId) ?? [])]) listener();
   }
 
   /** Resolves true once the stream has ended, false after `waitMs`. */
   async #awaitEnd(store: RunStreamStore, runId: string, waitMs: number): Promise<boolean> {
     const deadline = Date.now() + waitMs;
     let ring: () => void = () => undefined;
-    const stop = await this.#feed.subscribe(chunkTopic(runId), () => ring());
+    const stop = this.#onWrite(runId, () => ring());
     try {
       for (;;) {
         const found = await store.read(runId, LAST_SEQ);
@@ -249,7 +250,7 @@ export class RunStreams {
         const left = deadline - Date.now();
         if (left <= 0) return false;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(left, 200));
+          const timer = setTimeout(resolve, Math.min(left, FOLLOW_POLL_MS));
           ring = () => {
             clearTimeout(timer);
             resolve();
@@ -267,73 +268,81 @@ export class RunStreams {
       const local = [...this.#recording.keys()];
       const cancelled = await store.renew(local, isoTimestamp(Date.now() + this.#leaseMs));
       for (const runId of cancelled) this.#recording.get(runId)?.cancel();
-      await this.#endLapsed();
+      await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
       await store.prune(isoTimestamp(Date.now() - KEEP_ENDED_MS));
     } catch (error) {
       if (!this.#closed) this.#logger.warn("channelkit: resumable streams could not be renewed or swept", error);
     }
   }
-
-  /** Ends the streams of instances that stopped, and rings their followers. */
-  async #endLapsed(): Promise<void> {
-    const store = this.#store as RunStreamStore;
-    const ended = await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
-    for (const stream of ended) await this.#feed.publish(chunkTopic(stream.runId), "end").catch(() => undefined);
-  }
 }
 
 /**
  * One run's stream being recorded: pulled to its end whatever its client does, each event
- * pushed to the client while it stays, and written in chunks of at most {@link FLUSH_MS}.
+ * pushed to the client while it stays, written in chunks of at most {@link FLUSH_MS} while
+ * the run goes on, and its last chunk handed to the run's completion ({@link StreamEnding}).
  */
-class Recording {
-  ended = false;
+class Recording implements StreamEnding {
   #pending: string[] = [];
+  /** The last chunk written. */
   #seq = 0;
   #writing: Promise<void> = Promise.resolve();
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #onEnd: (() => void)[] = [];
+  /** Whether the run's completion stored the last chunk. */
+  #storedWithRun = false;
 
   constructor(
     private readonly started: StartedRun,
     private readonly store: RunStreamStore,
-    private readonly feed: LiveFeed,
     private readonly logger: Logger,
     /** Who asked for the stream, while it listens; null for a run answered as JSON. */
     private readonly client: PushStream | null,
+    /** Tells this instance's followers that a chunk was written. */
+    private readonly written: () => void,
   ) {}
-
-  onEnd(listener: () => void): void {
-    if (this.ended) listener();
-    else this.#onEnd.push(listener);
-  }
 
   cancel(): void {
     this.started.cancel(new DOMException("The run was cancelled.", "AbortError"));
   }
 
+  async lastChunk(outcome: RunOutcome): Promise<RunStreamChunk> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#writing;
+    return { seq: this.#seq + 1, frames: this.#pending.join("") + closingFrame(outcome) };
+  }
+
+  stored(): void {
+    this.#seq += 1;
+    this.#pending = [];
+    this.#storedWithRun = true;
+    this.written();
+  }
+
   async pump(source: { pull(): ReplyChunk | null | Promise<ReplyChunk | null>; readonly finished: boolean }): Promise<void> {
     let last: string | null = null;
+    // The first event, data-run, is not recorded: a follower makes it from the stream's ids.
+    this.client?.push((await source.pull()) as string);
     for (;;) {
       const frame = (await source.pull()) as string | null;
       if (frame === null) break;
-      this.#pending.push(frame);
-      // The last event is recorded before its client sees it: once a client has it, the run
-      // is in flight nowhere, and a reconnect is answered 204.
+      // The last event reaches the client once recorded: once a client has it, the run is
+      // in flight nowhere, and a reconnect is answered 204.
       if (source.finished) {
         last = frame;
         break;
       }
       this.client?.push(frame);
+      this.#pending.push(frame);
       this.#timer ??= setTimeout(() => this.#flush(false), FLUSH_MS);
     }
     clearTimeout(this.#timer);
-    await this.#flush(true);
+    if (!this.#storedWithRun) {
+      // The run's completion did not record the end (its storage failed): written here.
+      if (last !== null) this.#pending.push(last);
+      await this.#flush(true);
+    }
     if (last !== null) this.client?.push(last);
     this.client?.end();
-    this.ended = true;
-    for (const listener of this.#onEnd) listener();
-    this.#onEnd = [];
   }
 
   /**
@@ -357,8 +366,7 @@ class Recording {
           continue;
         }
         this.#seq += 1;
-        // A lost doorbell costs a follower one poll, not the chunk.
-        await this.feed.publish(chunkTopic(this.started.runId), String(this.#seq)).catch(() => undefined);
+        this.written();
         return;
       }
       if (!end) this.#timer ??= setTimeout(() => this.#flush(false), FLUSH_MS * 10);

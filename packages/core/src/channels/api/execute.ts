@@ -35,6 +35,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
     metadata: input.metadata ?? {},
     request: channel.resumableStreams ? null : request,
     live: live || recorded,
+    recorded,
   });
   if (recorded) {
     if (!live) return json(runDocument(await ctx.streams.recordToEnd(run), channel, registered));

@@ -28,8 +28,9 @@ export async function chat(request: IncomingRequest, ctx: ServiceContext): Promi
 
 async function start(request: IncomingRequest, channel: ChannelRecord, turn: ChatTurn, ctx: ServiceContext): Promise<StartedRun> {
   const flow = channelFlow(ctx, channel);
-  // On a channel with resumable streams, a run goes on when its client leaves.
-  const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request: channel.resumableStreams ? null : request, live: true };
+  // On a channel with resumable streams, a run goes on when its client leaves, and its stream is recorded.
+  const recorded = channel.resumableStreams && ctx.streams.available;
+  const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request: channel.resumableStreams ? null : request, live: true, recorded };
   try {
     return await startRun(ctx, { ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
   } catch (error) {
