@@ -63,27 +63,9 @@ export function requestPathQueries(db: Kysely<Database>) {
     insertConversation: new PreparedQuery(CONVERSATION_VALUES, ($) => db.insertInto("conversations").values(conversationRow($))),
     // A new conversation with its first messages and its run, as one statement where the
     // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
-    newConversation: new PreparedQueries((count: number) => {
-      const runOffset = CONVERSATION_VALUES + count * MESSAGE_COLUMNS.length;
-      return new PreparedQuery(runOffset + RUN_COLUMNS.length, ($) =>
-        db
-          .with("c", (qc) => qc.insertInto("conversations").values(conversationRow($)).returning("id"))
-          .with("m", (qc) =>
-            qc
-              .insertInto("messages")
-              .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, CONVERSATION_VALUES + row * MESSAGE_COLUMNS.length)))
-              .returning("turn_index"),
-          )
-          .with("r", (qc) =>
-            qc
-              .insertInto("runs")
-              .values(placeholderRow(RUN_COLUMNS, $, runOffset))
-              .returning("id"),
-          )
-          .selectFrom("c")
-          .select("c.id"),
-      );
-    }),
+    newConversation: new PreparedQueries((count: number) => newConversationQuery(db, count, false)),
+    // The same with the run's recorded stream (resumable channels).
+    newConversationWithStream: new PreparedQueries((count: number) => newConversationQuery(db, count, true)),
     // A recorded stream (resumable channels): opened with its run's ticket, ended with its outcome.
     openStream: new PreparedQuery(4, ($) =>
       db.insertInto("run_streams").values({ run_id: $(0), conversation_id: $(1), started_at: $(2), ended: 0, alive_until: $(3) }),
@@ -227,4 +209,41 @@ export function requestPathQueries(db: Kysely<Database>) {
         .where("id", "=", $(6)),
     ),
   };
+}
+
+/**
+ * A new conversation with its first `count` messages and its run, as one statement (for
+ * databases with data-modifying `WITH`), and with the run's recorded stream when `stream`:
+ * its row takes the run's id and start from the run's values, and its lease from one more.
+ */
+function newConversationQuery(db: Kysely<Database>, count: number, stream: boolean) {
+  const runOffset = CONVERSATION_VALUES + count * MESSAGE_COLUMNS.length;
+  const streamOffset = runOffset + RUN_COLUMNS.length;
+  return new PreparedQuery(streamOffset + Number(stream), ($) => {
+    const query = db
+      .with("c", (qc) => qc.insertInto("conversations").values(conversationRow($)).returning("id"))
+      .with("m", (qc) =>
+        qc
+          .insertInto("messages")
+          .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, CONVERSATION_VALUES + row * MESSAGE_COLUMNS.length)))
+          .returning("turn_index"),
+      )
+      .with("r", (qc) =>
+        qc
+          .insertInto("runs")
+          .values(placeholderRow(RUN_COLUMNS, $, runOffset))
+          .returning("id"),
+      );
+    if (!stream) return query.selectFrom("c").select("c.id");
+    const run = placeholderRow(RUN_COLUMNS, $, runOffset);
+    return query
+      .with("s", (qc) =>
+        qc
+          .insertInto("run_streams")
+          .values({ run_id: run.id, conversation_id: $(0), started_at: run.started_at, ended: 0, alive_until: $(streamOffset) })
+          .returning("run_id"),
+      )
+      .selectFrom("c")
+      .select("c.id");
+  });
 }

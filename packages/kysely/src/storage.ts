@@ -112,10 +112,10 @@ export class KyselyStorage implements Storage {
   async beginRun(input: BeginRunInput): Promise<RunTicket> {
     const queries = this.#queries;
     const { conversation } = input;
-    if (conversation.isNew && !input.stream) {
+    if (conversation.isNew) {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
       const { run, userMessage } = input;
-      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], runToRow(run, 0));
+      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], runToRow(run, 0), input.stream);
       return {
         ticket: 0,
         claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
@@ -125,11 +125,6 @@ export class KyselyStorage implements Storage {
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
       // A recorded stream is findable from its first event: it is written with the ticket.
       if (stream) yield* rowsOf(queries.openStream.bind([input.run.id, conversation.id, input.run.startedAt, stream.aliveUntil]));
-      if (conversation.isNew) {
-        yield* rowsOf(queries.insertConversation.bind(newConversationValues(input)));
-        const userMessage = yield* storeClaim(queries, input, 0, 0);
-        return { ticket: 0, claimed: { conversation: newConversationRecord(conversation, input.run.startedAt), userMessage } };
-      }
       const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
       const ticket = Number(row.next_ticket) - 1;
@@ -245,16 +240,20 @@ export class KyselyStorage implements Storage {
   }
 
   /**
-   * Inserts a conversation (the values of `insertConversation`), its first messages and
-   * a run: one statement where the database allows, else one transaction.
+   * Inserts a conversation (the values of `insertConversation`), its first messages, a run
+   * and, when given, the run's recorded stream: one statement where the database allows,
+   * else one transaction.
    */
-  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable): Promise<unknown> | unknown {
+  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable, stream?: { aliveUntil: string }): Promise<unknown> | unknown {
     const queries = this.#queries;
     if (this.#exec.dataModifyingCtes && messages.length > 0) {
       const values = conversation.concat(valuesOf(MESSAGE_COLUMNS, messages), valuesOf(RUN_COLUMNS, [run]));
-      return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
+      if (!stream) return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
+      values.push(stream.aliveUntil);
+      return this.#exec.rows(queries.newConversationWithStream.get(messages.length).bind(values));
     }
     return this.#exec.transaction(function* () {
+      if (stream) yield* rowsOf(queries.openStream.bind([run.id, run.conversation_id, run.started_at, stream.aliveUntil]));
       yield* rowsOf(queries.insertConversation.bind(conversation));
       if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
       yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
