@@ -271,7 +271,7 @@ describe("examples/ai-agent", () => {
     expect(handover).toBeDefined();
     const handedOver = await execute(JSON.stringify(handover));
     expect(handedOver.status, JSON.stringify(handedOver)).toBe("pending");
-    expect(handedOver.output.metadata).toMatchObject({ execution_order: ["llm", "handover"], livechat_mode: "livechat_waiting" });
+    expect(handedOver.output.metadata).toMatchObject({ execution_order: ["llm", "handover", "livechat"], livechat_mode: "livechat_waiting" });
     expect(handedOver.output.messages.at(-1).content).toBe("A person from our support team will take it from here.");
   });
 });

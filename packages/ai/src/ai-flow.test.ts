@@ -374,6 +374,9 @@ describe("aiFlow", () => {
       ["tool", '{"handedOver":true}'],
       ["assistant", "A person will take it from here."],
     ]);
+    // The handover's message is the live chat's step, not the tool's.
+    expect(messages.map((m) => m.node_type)).toEqual([null, "llm", "tool", "livechat"]);
+    expect((await storage.findRun(handedOver.run_id))?.executionOrder).toEqual(["llm", "handover", "livechat"]);
 
     human.answers.push(() => calls("q1", "ask", { question: "What is your order number?" }));
     const asked = await runJson(key, { payload: "Where is my parcel?" });

@@ -1,6 +1,6 @@
-import { defineFlow, type Flow, type FlowEvent, handover, pause } from "@channelkit/core";
+import { defineFlow, type Flow, type FlowEvent, handover, pause, step } from "@channelkit/core";
 import { APICallError, type CallSettings, type LanguageModel, type StopCondition, stepCountIs, streamText, type ToolSet } from "ai";
-import { errorText, modelFailure } from "./errors.js";
+import { errorText, modelFailure, underlying } from "./errors.js";
 import { toModelMessages } from "./history.js";
 import { HumanRequest, toolContext } from "./human.js";
 import { flowEventsOf, type StepNames } from "./ui-stream-flow.js";
@@ -97,11 +97,14 @@ export function aiFlow<TOOLS extends ToolSet = ToolSet>(options: AiFlowOptions<T
         sendReasoning: false,
         // A tool's error is the host's own words, given back to the model and stored with
         // the call; a failure of the model call gets a message of ours.
-        onError: (error) => (error === failure || APICallError.isInstance(error) ? modelFailure(error) : errorText(error)),
+        onError: (error) => (error === failure || APICallError.isInstance(underlying(error)) ? modelFailure(error) : errorText(error)),
       });
       const summary = yield* flowEventsOf(stream, options);
-      if (human.handover) yield handover(human.handover.message);
-      else if (human.question !== null) yield pause(human.question);
+      // The handover's message is the live chat's, not the tool's: a step of its own, as core's handover flow has.
+      if (human.handover) {
+        yield step("livechat", "livechat");
+        yield handover(human.handover.message);
+      } else if (human.question !== null) yield pause(human.question);
       const usage = await result.totalUsage;
       return {
         finishReason: summary.finishReason,

@@ -1,10 +1,16 @@
-import { APICallError } from "ai";
+import { APICallError, RetryError } from "ai";
+
+/** The failure behind the AI SDK's retries (a `RetryError` wraps the last attempt's). */
+export function underlying(error: unknown): unknown {
+  return RetryError.isInstance(error) ? error.lastError : error;
+}
 
 /**
  * A model's failure as a run's error: readable, and never the provider's own message, which
  * may quote the request (the prompt) or part of a key. The status says what went wrong.
  */
-export function modelFailure(error: unknown): string {
+export function modelFailure(failure: unknown): string {
+  const error = underlying(failure);
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
     if (status === 401 || status === 403) return `The model provider refused the request (HTTP ${status}): check its API key and access.`;
