@@ -44,20 +44,30 @@ async function readmeRequest(example: string): Promise<{ path: string; body: str
 
 interface Started {
   url: string;
+  /** What it printed so far, stdout and stderr. */
+  output(): string;
   stop(): Promise<void>;
 }
 
 /** Starts an example with its package's `start` script and resolves once it prints where it listens. */
-async function start(example: string, db: string): Promise<Started> {
+async function start(example: string, db: string, extraEnv: Record<string, string | undefined> = {}): Promise<Started> {
   const cwd = join(ROOT, "examples", example);
   const script = (JSON.parse(await readFile(join(cwd, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
   const [command, ...args] = script.split(" ");
   // `npm start` would put npm between the test and the server, and npm does not pass SIGTERM on.
-  const child = spawn(command === "node" ? process.execPath : (command as string), args, {
-    cwd,
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", CHANNELKIT_DB: db, CHANNELKIT_SECRET_KEY: SECRET_KEY, NODE_ENV: "development" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    CHANNELKIT_DB: db,
+    CHANNELKIT_SECRET_KEY: SECRET_KEY,
+    NODE_ENV: "development",
+  };
+  for (const [name, value] of Object.entries(extraEnv)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  const child = spawn(command === "node" ? process.execPath : (command as string), args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`examples/${example} did not print "listening on" in time:\n${output}`)), 15_000);
@@ -76,7 +86,7 @@ async function start(example: string, db: string): Promise<Started> {
       reject(new Error(`examples/${example} exited with ${code}:\n${output}`));
     });
   });
-  return { url, stop: () => stop(child) };
+  return { url, output: () => output, stop: () => stop(child) };
 }
 
 function stop(child: ChildProcess): Promise<void> {
@@ -176,7 +186,6 @@ describe("npx channelkit, as the examples' READMEs write it", () => {
 describe("examples/ai-agent", () => {
   let dir = "";
   let server: Started | undefined;
-  let output = "";
   beforeAll(async () => {
     if (!existsSync(CLI)) throw new Error("the examples run on the built packages: npm run build first");
     dir = await mkdtemp(join(tmpdir(), "channelkit-ai-agent-"));
@@ -185,44 +194,6 @@ describe("examples/ai-agent", () => {
     await server?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
-
-  /**
-   * Starts the example as `start` does, keeping what it prints: on an empty database it
-   * provisions its own channel (the CLI knows only the demo flows) and prints the key.
-   */
-  async function startAgent(db: string): Promise<Started> {
-    const cwd = join(ROOT, "examples", "ai-agent");
-    const script = (JSON.parse(await readFile(join(cwd, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
-    const [command, ...args] = script.split(" ");
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      CHANNELKIT_DB: db,
-      CHANNELKIT_SECRET_KEY: SECRET_KEY,
-      NODE_ENV: "development",
-    };
-    delete env.OPENAI_API_KEY; // the mock model, whatever the machine has
-    const child = spawn(command === "node" ? process.execPath : (command as string), args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`examples/ai-agent did not print "listening on" in time:\n${output}`)), 15_000);
-      const read = (chunk: Buffer) => {
-        output += chunk.toString();
-        const found = output.match(/listening on (http:\/\/\S+)/);
-        if (found) {
-          clearTimeout(timer);
-          resolve(found[1] as string);
-        }
-      };
-      child.stdout.on("data", read);
-      child.stderr.on("data", read);
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`examples/ai-agent exited with ${code}:\n${output}`));
-      });
-    });
-    return { url, stop: () => stop(child) };
-  }
 
   /** The bodies of the README's execute curl lines, in order. */
   async function readmeBodies(): Promise<{ payload: string }[]> {
@@ -234,8 +205,10 @@ describe("examples/ai-agent", () => {
   }
 
   it("on the mock model, answers the README's order question through lookupOrder (call and result in history) and hands over to the inbox", async () => {
-    const agent = await startAgent(join(dir, "agent.db"));
+    // On an empty database it provisions its own channel (the CLI knows only the demo flows) and prints the key.
+    const agent = await start("ai-agent", join(dir, "agent.db"), { OPENAI_API_KEY: undefined });
     server = agent;
+    const output = agent.output();
     expect(output).toContain("model: mock");
     const key = output.match(/API key \(shown once, keep it\): (svc_live_\w+)/)?.[1] as string;
     expect(key, output).toBeDefined();

@@ -10,7 +10,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStorage } from "@channelkit/kysely";
-import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { createTestDatabase, describeWithPostgres, SseFrames } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
 import { type CreatedChannel, execute, type HistoryMessage, type StreamEvent } from "./test-runs.js";
@@ -21,56 +21,6 @@ const WORDS = Array.from({ length: 50 }, (_, i) => (i === 49 ? `word${i + 1}` : 
 const FIFTY_WORDS = WORDS.join("");
 /** How long after the kill B's readers may wait for the stream's end, in ms (lease 1 s, sweep every third of it). */
 const LOST_WITHIN_MS = 10_000;
-
-/** An SSE body read frame by frame, keeping the exact bytes of the whole frames read so far. */
-class Frames {
-  raw = "";
-  readonly events: StreamEvent[] = [];
-  #buffer = "";
-  readonly #reader: ReadableStreamDefaultReader<string>;
-
-  constructor(response: Response) {
-    if (!response.body) throw new Error("The response has no body");
-    this.#reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  }
-
-  async next(): Promise<StreamEvent | null> {
-    for (;;) {
-      const end = this.#buffer.indexOf("\n\n");
-      if (end >= 0) {
-        const frame = this.#buffer.slice(0, end + 2);
-        this.#buffer = this.#buffer.slice(end + 2);
-        expect(frame).toMatch(/^data: \{[^\n]*\}\n\n$/);
-        this.raw += frame;
-        const event = JSON.parse(frame.slice("data: ".length)) as StreamEvent;
-        this.events.push(event);
-        return event;
-      }
-      const { done, value } = await this.#reader.read();
-      if (done) {
-        expect(this.#buffer, "a partial frame at the end of the stream").toBe("");
-        return null;
-      }
-      this.#buffer += value;
-    }
-  }
-
-  /** Reads until `count` text deltas were seen in all. */
-  async deltas(count: number): Promise<void> {
-    while (this.events.filter((event) => event.type === "text-delta").length < count) {
-      const event = await this.next();
-      if (event === null || event.type === "finish" || event.type === "error") throw new Error(`the stream ended before ${count} deltas: ${this.raw}`);
-    }
-  }
-
-  async rest(): Promise<void> {
-    while ((await this.next()) !== null);
-  }
-
-  text(): string {
-    return this.events.map((event) => (event.type === "text-delta" ? (event.delta ?? "") : "")).join("");
-  }
-}
 
 function streamUrl(server: ServeProcess, conversationId: string): string {
   return `${server.url}/public/v1/api/conversations/${conversationId}/stream`;
@@ -101,7 +51,7 @@ async function streamSlow(server: ServeProcess, key: string, deltas: number, con
   const body = { payload: `resume ${randomUUID()}`, stream: true, ...(conversationId ? { conversation_id: conversationId } : {}) };
   const response = await execute(server, key, body, {}, controller.signal);
   expectStreamHeaders(response);
-  const frames = new Frames(response);
+  const frames = new SseFrames(response);
   const first = await frames.next();
   if (first?.type !== "data-run" || !first.data) throw new Error(`The first event is ${JSON.stringify(first)}, not data-run`);
   await frames.deltas(deltas);
@@ -161,7 +111,7 @@ function resumeAcrossInstances(open: () => Promise<{ db: string; drop(): Promise
     client.leave();
     const resumed = await resumeOn(b, key, client.conversationId);
     expectStreamHeaders(resumed);
-    const follower = new Frames(resumed);
+    const follower = new SseFrames(resumed);
     await follower.rest();
 
     expect(follower.raw.startsWith(client.frames.raw), `${follower.raw.slice(0, 400)}\n…does not start with\n${client.frames.raw}`).toBe(true);
@@ -182,7 +132,7 @@ function resumeAcrossInstances(open: () => Promise<{ db: string; drop(): Promise
     const client = await streamSlow(a, key, 3);
     const resumed = await resumeOn(b, key, client.conversationId);
     expectStreamHeaders(resumed);
-    const follower = new Frames(resumed);
+    const follower = new SseFrames(resumed);
     await follower.deltas(3);
 
     const cancelled = await cancelOn(b, key, client.conversationId);
@@ -211,7 +161,7 @@ function resumeAcrossInstances(open: () => Promise<{ db: string; drop(): Promise
   it("A killed with SIGKILL mid-run: B's readers get an error event within seconds, the run is stored cancelled (abandoned), /stream answers 204, the conversation goes on on B", async () => {
     const client = await streamSlow(a, key, 3);
     client.leave();
-    const before = new Frames(await resumeOn(b, key, client.conversationId));
+    const before = new SseFrames(await resumeOn(b, key, client.conversationId));
     await before.deltas(5);
 
     a.child.kill("SIGKILL");
@@ -220,7 +170,7 @@ function resumeAcrossInstances(open: () => Promise<{ db: string; drop(): Promise
     // Resumed after the kill, before the lease lapsed (A renewed it at most a third of a lease
     // ago): the recorded stream, then the end. A 204 is only right once the lease may have lapsed.
     const after = await resumeOn(b, key, client.conversationId);
-    const late = after.status === 204 ? null : new Frames(after);
+    const late = after.status === 204 ? null : new SseFrames(after);
     if (late) expectStreamHeaders(after);
     else expect(Date.now() - killedAt, "204 before A's lease could lapse").toBeGreaterThan(600);
     await Promise.all([before.rest(), late?.rest()]);

@@ -96,3 +96,4 @@ export {
   describeWithPostgres,
   type TestDatabase,
 } from "./postgres.js";
+export { SseFrames } from "./frames.js";

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { adminFetch, adminOk, channelAdminPath, tokenFor } from "./admin-client.js";
 import { execute, expectError, expectNoConversation, readHistory, runJson, storedRun, unknownKey } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
+import { SseFrames } from "./frames.js";
 import { readSse, streamedText } from "./sse.js";
 
 /** What the `slow` flow says, one `text-delta` per word, 100 ms apart. */
@@ -15,9 +16,6 @@ const streamPath = (conversationId: string) => `/public/v1/api/conversations/${e
 const cancelPath = (conversationId: string) => `/public/v1/api/conversations/${encodeURIComponent(conversationId)}/cancel`;
 const chatStreamPath = (chatId: string) => `/public/widget/chat/${encodeURIComponent(chatId)}/stream`;
 const chatCancelPath = (chatId: string) => `/public/widget/chat/${encodeURIComponent(chatId)}/cancel`;
-
-/** One SSE frame exactly: a `data:` line holding JSON, then a blank line. */
-const FRAME = /^data: \{[^\n]*\}\n\n$/;
 
 interface Call {
   key?: string | null;
@@ -54,64 +52,6 @@ function postChat(h: Harness, chatId: string, text: string, call: Call): Promise
   });
 }
 
-/**
- * An SSE body read frame by frame, keeping the exact bytes of every whole frame read so far:
- * a client that reads part of a stream, then goes away or reads on.
- */
-class Frames {
-  /** The whole frames read so far, byte for byte. */
-  raw = "";
-  readonly events: UIStreamEvent[] = [];
-  #buffer = "";
-  readonly #reader: ReadableStreamDefaultReader<string>;
-
-  constructor(response: Response) {
-    if (!response.body) throw new Error("The response has no body");
-    this.#reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  }
-
-  /** The next event, or null at the end of the body. */
-  async next(): Promise<UIStreamEvent | null> {
-    for (;;) {
-      const end = this.#buffer.indexOf("\n\n");
-      if (end >= 0) {
-        const frame = this.#buffer.slice(0, end + 2);
-        this.#buffer = this.#buffer.slice(end + 2);
-        expect(frame).toMatch(FRAME);
-        this.raw += frame;
-        const event = JSON.parse(frame.slice("data: ".length)) as UIStreamEvent;
-        this.events.push(event);
-        return event;
-      }
-      const { done, value } = await this.#reader.read();
-      if (done) {
-        expect(this.#buffer, "a partial frame at the end of the stream").toBe("");
-        return null;
-      }
-      this.#buffer += value;
-    }
-  }
-
-  /** Reads until `count` text deltas were seen in all; fails if the stream ends first. */
-  async deltas(count: number): Promise<void> {
-    while (this.events.filter((event) => event.type === "text-delta").length < count) {
-      const event = await this.next();
-      if (event === null || event.type === "finish" || event.type === "error") {
-        throw new Error(`the stream ended (${event?.type ?? "closed"}) before ${count} text deltas: ${this.raw}`);
-      }
-    }
-  }
-
-  /** Reads to the end of the body. */
-  async rest(): Promise<void> {
-    while ((await this.next()) !== null);
-  }
-
-  text(): string {
-    return streamedText(this.events);
-  }
-}
-
 /** The ids of a `data-run` event. */
 function runOf(event: UIStreamEvent | undefined): { run_id: string; conversation_id: string } {
   if (event?.type !== "data-run") throw new Error(`The first event is ${JSON.stringify(event)}, not data-run`);
@@ -122,7 +62,7 @@ function runOf(event: UIStreamEvent | undefined): { run_id: string; conversation
 interface Streaming {
   runId: string;
   conversationId: string;
-  frames: Frames;
+  frames: SseFrames;
   /** Closes the connection, as a tab that closes. */
   leave(): void;
 }
@@ -134,7 +74,7 @@ async function streamSlow(send: (signal: AbortSignal) => Promise<Response>, delt
   const text = response.status === 200 ? "" : await response.text();
   expect(response.status, text).toBe(200);
   expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
-  const frames = new Frames(response);
+  const frames = new SseFrames(response);
   const ids = runOf((await frames.next()) ?? undefined);
   await frames.deltas(deltas);
   return { runId: ids.run_id, conversationId: ids.conversation_id, frames, leave: () => controller.abort() };
@@ -240,7 +180,7 @@ export function resumableTests(h: Harness): void {
       const run = await streamSlow((signal) => execute(h, channel.key, { payload: "patched", stream: true }, { signal }), 1);
       const resumed = await getStream(h, streamPath(run.conversationId), { key: channel.key });
       expectStreamHeaders(resumed);
-      const follower = new Frames(resumed);
+      const follower = new SseFrames(resumed);
       expect(runOf((await follower.next()) ?? undefined).run_id).toBe(run.runId);
       await expectCancelled(await postCancel(h, cancelPath(run.conversationId), { key: channel.key }), run.runId, run.conversationId);
       await Promise.all([run.frames.rest(), follower.rest()]);
@@ -262,7 +202,7 @@ export function resumableTests(h: Harness): void {
       ]);
       expectStreamHeaders(resumed);
       expectStreamHeaders(bySdk);
-      const follower = new Frames(resumed);
+      const follower = new SseFrames(resumed);
       const [, message] = await Promise.all([follower.rest(), readWithAiSdk(bySdk)]);
 
       // The same stream from its first event: what the client read, byte for byte, then the rest.
@@ -373,7 +313,7 @@ export function resumableTests(h: Harness): void {
         resumed = await getStream(h, streamPath(opening.conversationId), { key: channel.key });
       }
       expectStreamHeaders(resumed);
-      const follower = new Frames(resumed);
+      const follower = new SseFrames(resumed);
       const { run_id } = runOf((await follower.next()) ?? undefined);
       expect(run_id).not.toBe(opening.runId);
       await follower.deltas(2);
@@ -391,7 +331,7 @@ export function resumableTests(h: Harness): void {
       const client = await streamSlow((signal) => execute(h, channel.key, { payload: "stop me", stream: true }, { signal }), 3);
       const resumed = await getStream(h, streamPath(client.conversationId), { key: channel.key });
       expectStreamHeaders(resumed);
-      const follower = new Frames(resumed);
+      const follower = new SseFrames(resumed);
       await follower.deltas(3);
 
       await expectCancelled(await postCancel(h, cancelPath(client.conversationId), { key: channel.key }), client.runId, client.conversationId);
@@ -420,7 +360,7 @@ export function resumableTests(h: Harness): void {
       expect(byChat.headers.get("access-control-allow-origin")).toBe(APP);
       const byConversation = await getStream(h, chatStreamPath(client.conversationId), { key: channel.key });
       expectStreamHeaders(byConversation);
-      const followers = [new Frames(byChat), new Frames(byConversation)];
+      const followers = [new SseFrames(byChat), new SseFrames(byConversation)];
       for (const follower of followers) {
         await follower.deltas(3);
         expect(runOf(follower.events[0])).toEqual({ run_id: client.runId, conversation_id: client.conversationId });
@@ -437,7 +377,7 @@ export function resumableTests(h: Harness): void {
 
       await expectCancelled(await postCancel(h, chatCancelPath(chatId), { key: channel.key, origin: APP }), client.runId, client.conversationId);
       await Promise.all(followers.map((follower) => follower.rest()));
-      const [first, second] = followers as [Frames, Frames];
+      const [first, second] = followers as [SseFrames, SseFrames];
       expect(second.raw).toBe(first.raw);
       expect(["finish", "error"]).toContain(first.events.at(-1)?.type);
       expect(await storedRun(h.target.storage, client.runId, 1000)).toMatchObject({ status: "cancelled" });
