@@ -410,9 +410,9 @@ async function streamsToEnd(server: ServerProcess, spec: RequestSpec, count: num
 
 /**
  * `--stream-cost`: the server CPU a stream of the `slow` flow costs on a resumable channel and
- * on a plain one (50 deltas 100 ms apart: one recorded write per delta, plus the open and the
- * end), `--streams` of them at once, alternating, per store. The difference divided by the
- * writes is what one write (a chunk and its doorbell) costs the instance that records it.
+ * on a plain one (50 deltas 100 ms apart: one recorded chunk per delta, the open and the end
+ * going in the run's own writes), `--streams` of them at once, alternating, per store. The
+ * difference divided by the chunks is about what one chunk costs the instance that records it.
  */
 async function streamCostMode(): Promise<void> {
   const count = Number(args.streams ?? 100);
@@ -450,7 +450,7 @@ async function streamCostMode(): Promise<void> {
       const plain = median(cost.plain);
       const resumable = median(cost.resumable);
       log(
-        `[${store}] medians: plain ${Math.round(plain)} µs, resumable ${Math.round(resumable)} µs per stream (${(resumable / plain).toFixed(2)}×); +${Math.round(resumable - plain)} µs for 52 writes (50 chunks, the open, the end): ${Math.round((resumable - plain) / 52)} µs a write`,
+        `[${store}] medians: plain ${Math.round(plain)} µs, resumable ${Math.round(resumable)} µs per stream (${(resumable / plain).toFixed(2)}×); +${Math.round(resumable - plain)} µs for 50 chunks (the open and the end in the run's own writes): ${Math.round((resumable - plain) / 50)} µs a chunk`,
       );
     } finally {
       await prepared.dispose();

@@ -188,6 +188,12 @@ export class KyselyStorage implements Storage {
           .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState)),
       );
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+      // The stream's end before the run's row: a sweep ending a lapsed stream locks the two in
+      // that order too (run_streams, then runs), so the two never wait for each other.
+      if (streamEnd) {
+        yield* rowsOf(queries.streamChunk.bind([run.id, streamEnd.seq, streamEnd.frames]));
+        yield* rowsOf(queries.endStream.bind([run.id]));
+      }
       const first = Number(row.next_turn) - count;
       if (count > 0) {
         const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
@@ -204,10 +210,6 @@ export class KyselyStorage implements Storage {
       // already ended (cancelled while waiting), unless nobody else is queued.
       const serving = Number(row.serving);
       if (serving === ticket + 1 && serving < Number(row.next_ticket)) yield* skipEndedTickets(queries, conversation.id, serving, input.claimUntil);
-      if (streamEnd) {
-        yield* rowsOf(queries.streamChunk.bind([run.id, streamEnd.seq, streamEnd.frames]));
-        yield* rowsOf(queries.endStream.bind([run.id]));
-      }
       // What was stored, from what was given rather than parsed back from the rows.
       return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
     });

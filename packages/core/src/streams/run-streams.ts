@@ -109,7 +109,14 @@ export class RunStreams {
   /** Pumps the run's stream to its end, recording it; resolves once its last chunk is written. */
   #record(started: StartedRun, client: PushStream | null): Promise<void> {
     const store = this.#store as RunStreamStore;
-    this.#cancels ??= this.#feed.subscribe(CANCEL_TOPIC, (runId) => this.#recording.get(runId)?.cancel());
+    this.#cancels ??= this.#feed
+      .subscribe(CANCEL_TOPIC, (runId) => this.#recording.get(runId)?.cancel())
+      .catch((error: unknown) => {
+        // Cancels from elsewhere then arrive with the renewals; the next recording listens again.
+        this.#logger.warn("channelkit: this instance does not hear cancels from other instances", error);
+        this.#cancels = undefined;
+        return () => undefined;
+      });
     const recording = new Recording(started, store, this.#logger, client, () => this.#wake(started.runId));
     started.endStream(recording);
     this.#recording.set(started.runId, recording);
