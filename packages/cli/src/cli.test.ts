@@ -22,7 +22,7 @@ function tempDb(): string {
 }
 
 afterAll(async () => {
-  await Promise.all(files.flatMap((file) => ["", "-wal", "-shm"].map((suffix) => rm(`${file}${suffix}`, { force: true }))));
+  await Promise.all(files.flatMap((file) => ["", "-wal", "-shm", ".demo-widget.json"].map((suffix) => rm(`${file}${suffix}`, { force: true }))));
 });
 
 /** Runs `channelkit ...args` in-process with captured output. */

@@ -20,7 +20,7 @@ describe("docs/livechat.md", () => {
   const events = join(tmpdir(), `channelkit-docs-livechat-${randomUUID()}.events`);
   afterAll(async () => {
     await killAll();
-    await Promise.all([events, ...["", "-wal", "-shm"].map((suffix) => `${db}${suffix}`)].map((file) => rm(file, { force: true })));
+    await Promise.all([events, ...["", "-wal", "-shm", ".demo-widget.json"].map((suffix) => `${db}${suffix}`)].map((file) => rm(file, { force: true })));
   });
 
   it("its curl session works against the demo server: handover, accept, answer, the user reads it, close, the bot resumes", async () => {
