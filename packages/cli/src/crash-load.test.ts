@@ -6,14 +6,11 @@
  * answered run stored once and whole, no run left in flight, nothing half-written.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { openStorage } from "@channelkit/kysely";
-import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { describeWithPostgres } from "@channelkit/testkit";
 import { describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
-import { type CreatedChannel, type HistoryMessage, type Ran, run } from "./test-runs.js";
+import { type CreatedChannel, type HistoryMessage, type Ran, run, postgresDatabase, sqliteDatabase } from "./test-runs.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
 const RUNS = 40;
@@ -125,18 +122,9 @@ function crashUnderLoad(open: () => Promise<{ db: string; drop(): Promise<void> 
 }
 
 describe("a crash under load on SQLite", () => {
-  crashUnderLoad(async () => {
-    const db = join(tmpdir(), `channelkit-crash-load-${randomUUID()}.db`);
-    return {
-      db,
-      drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined),
-    };
-  });
+  crashUnderLoad(() => sqliteDatabase("crash-load"));
 });
 
 describeWithPostgres("a crash under load on Postgres", (serverUrl) => {
-  crashUnderLoad(async () => {
-    const database = await createTestDatabase(serverUrl);
-    return { db: database.url, drop: () => database.drop() };
-  });
+  crashUnderLoad(() => postgresDatabase(serverUrl));
 });

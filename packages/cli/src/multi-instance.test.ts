@@ -5,15 +5,13 @@
  * `channelkit` command) is refused by both servers on their very next request.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readFile } from "node:fs/promises";
 import { openStorage } from "@channelkit/kysely";
 import { signRequestBody } from "@channelkit/core";
-import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
-import { type CreatedChannel, execute, type HistoryMessage, type RunDocument, run, type StreamEvent } from "./test-runs.js";
+import { type CreatedChannel, execute, type HistoryMessage, type RunDocument, run, type StreamEvent, postgresDatabase, sqliteDatabase } from "./test-runs.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex"), CHANNELKIT_ADMIN_JWT_SECRET: randomBytes(32).toString("hex") };
 
@@ -461,35 +459,17 @@ function takeOverAfterACrash(open: () => Promise<{ db: string; drop(): Promise<v
 }
 
 describe("two channelkit serve processes on one SQLite file", () => {
-  twoServers(async () => {
-    const db = join(tmpdir(), `channelkit-multi-${randomUUID()}.db`);
-    return {
-      db,
-      drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined),
-    };
-  });
+  twoServers(() => sqliteDatabase("multi"));
 });
 
 describeWithPostgres("two channelkit serve processes on one Postgres database", (serverUrl) => {
-  twoServers(async () => {
-    const database = await createTestDatabase(serverUrl);
-    return { db: database.url, drop: () => database.drop() };
-  });
+  twoServers(() => postgresDatabase(serverUrl));
 });
 
 describe("a crash on SQLite", () => {
-  takeOverAfterACrash(async () => {
-    const db = join(tmpdir(), `channelkit-crash-${randomUUID()}.db`);
-    return {
-      db,
-      drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined),
-    };
-  });
+  takeOverAfterACrash(() => sqliteDatabase("crash"));
 });
 
 describeWithPostgres("a crash on Postgres", (serverUrl) => {
-  takeOverAfterACrash(async () => {
-    const database = await createTestDatabase(serverUrl);
-    return { db: database.url, drop: () => database.drop() };
-  });
+  takeOverAfterACrash(() => postgresDatabase(serverUrl));
 });

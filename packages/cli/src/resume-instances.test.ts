@@ -6,14 +6,11 @@
  * event within seconds and its run stored `cancelled`, never `running`.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { openStorage } from "@channelkit/kysely";
-import { createTestDatabase, describeWithPostgres, SseFrames } from "@channelkit/testkit";
+import { describeWithPostgres, SseFrames } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "./test-process.js";
-import { type CreatedChannel, execute, type HistoryMessage, type StreamEvent } from "./test-runs.js";
+import { type CreatedChannel, execute, type HistoryMessage, type StreamEvent, postgresDatabase, sqliteDatabase } from "./test-runs.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
 /** What the `slow` flow says, one text delta per word, 100 ms apart. */
@@ -207,18 +204,9 @@ function resumeAcrossInstances(open: () => Promise<{ db: string; drop(): Promise
 }
 
 describe("resumable streams across two servers on SQLite", () => {
-  resumeAcrossInstances(async () => {
-    const db = join(tmpdir(), `channelkit-resume-${randomUUID()}.db`);
-    return {
-      db,
-      drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined),
-    };
-  });
+  resumeAcrossInstances(() => sqliteDatabase("resume"));
 });
 
 describeWithPostgres("resumable streams across two servers on Postgres", (serverUrl) => {
-  resumeAcrossInstances(async () => {
-    const database = await createTestDatabase(serverUrl);
-    return { db: database.url, drop: () => database.drop() };
-  });
+  resumeAcrossInstances(() => postgresDatabase(serverUrl));
 });

@@ -2,6 +2,11 @@
  * Test helpers for tests that drive `channelkit serve` processes over HTTP: an execute, and
  * one run read to its end as JSON or SSE. Not part of the package.
  */
+import { randomUUID } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestDatabase } from "@channelkit/testkit";
 import { expect } from "vitest";
 import type { ServeProcess } from "./test-process.js";
 
@@ -84,4 +89,23 @@ export async function run(server: ServeProcess, key: string, body: { payload: st
     outcome: ended ? "success" : JSON.stringify(events),
     reply: events.flatMap((e) => (e.type === "text-delta" ? [e.delta ?? ""] : [])).join(""),
   };
+}
+
+/** A database for processes to share, and what removes it once they are gone. */
+export interface SharedDatabase {
+  /** The `--db` value: a SQLite file path or a Postgres URL. */
+  db: string;
+  drop(): Promise<void>;
+}
+
+/** A new SQLite file in the temporary directory (its WAL files removed with it). */
+export async function sqliteDatabase(name: string): Promise<SharedDatabase> {
+  const db = join(tmpdir(), `channelkit-${name}-${randomUUID()}.db`);
+  return { db, drop: () => Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true }))).then(() => undefined) };
+}
+
+/** A new database on the Postgres server at `serverUrl`. */
+export async function postgresDatabase(serverUrl: string): Promise<SharedDatabase> {
+  const database = await createTestDatabase(serverUrl);
+  return { db: database.url, drop: () => database.drop() };
 }

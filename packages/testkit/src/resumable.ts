@@ -1,11 +1,10 @@
 import type { UIStreamEvent } from "@channelkit/core";
-import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai";
 import { describe, expect, it } from "vitest";
 import { adminFetch, adminOk, channelAdminPath, tokenFor } from "./admin-client.js";
 import { execute, expectError, expectNoConversation, readHistory, runJson, storedRun, unknownKey } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { SseFrames } from "./frames.js";
-import { readSse, streamedText } from "./sse.js";
+import { readSse, readWithAiSdk, streamedText } from "./sse.js";
 
 /** What the `slow` flow says, one `text-delta` per word, 100 ms apart. */
 const WORDS = Array.from({ length: 50 }, (_, i) => (i === 49 ? `word${i + 1}` : `word${i + 1} `));
@@ -130,23 +129,6 @@ async function expectPartialHistory(h: Harness, key: string, conversationId: str
   expect(partial.startsWith(seen.trimEnd()), `${JSON.stringify(partial)} starts with ${JSON.stringify(seen)}`).toBe(true);
   expect(FIFTY_WORDS.startsWith(partial)).toBe(true);
   expect(partial.length).toBeLessThan(FIFTY_WORDS.length);
-}
-
-/** The text of a stream read by the AI SDK's own client, its chunks checked against its schema as its transport does. */
-async function readWithAiSdk(response: Response): Promise<UIMessage> {
-  if (!response.body) throw new Error("no body");
-  const chunks = parseJsonEventStream({ stream: response.body, schema: uiMessageChunkSchema }).pipeThrough(
-    new TransformStream<{ success: true; value: UIMessageChunk } | { success: false; error: unknown }, UIMessageChunk>({
-      transform(result, controller) {
-        if (!result.success) throw result.error;
-        controller.enqueue(result.value);
-      },
-    }),
-  );
-  let message: UIMessage | undefined;
-  for await (const snapshot of readUIMessageStream<UIMessage>({ stream: chunks, terminateOnError: true })) message = snapshot;
-  if (!message) throw new Error("readUIMessageStream produced no message");
-  return message;
 }
 
 /** A public `slow` channel with resumable streams, for the widget. */

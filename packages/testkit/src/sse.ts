@@ -1,4 +1,5 @@
 import type { UIStreamEvent } from "@channelkit/core";
+import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai";
 import { createParser } from "eventsource-parser";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { expect } from "vitest";
@@ -56,4 +57,21 @@ export function runIds(events: UIStreamEvent[]): { run_id: string; conversation_
   const first = events[0];
   if (first?.type !== "data-run") throw new Error(`The first event is ${JSON.stringify(first)}, not data-run`);
   return first.data;
+}
+
+/** The text of a stream read by the AI SDK's own client, its chunks checked against its schema as its transport does. */
+export async function readWithAiSdk(response: Response): Promise<UIMessage> {
+  if (!response.body) throw new Error("no body");
+  const chunks = parseJsonEventStream({ stream: response.body, schema: uiMessageChunkSchema }).pipeThrough(
+    new TransformStream<{ success: true; value: UIMessageChunk } | { success: false; error: unknown }, UIMessageChunk>({
+      transform(result, controller) {
+        if (!result.success) throw result.error;
+        controller.enqueue(result.value);
+      },
+    }),
+  );
+  let message: UIMessage | undefined;
+  for await (const snapshot of readUIMessageStream<UIMessage>({ stream: chunks, terminateOnError: true })) message = snapshot;
+  if (!message) throw new Error("readUIMessageStream produced no message");
+  return message;
 }

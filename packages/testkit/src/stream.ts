@@ -1,8 +1,7 @@
-import { parseJsonEventStream, readUIMessageStream, type UIMessage, type UIMessageChunk, uiMessageChunkSchema } from "ai";
 import { describe, expect, it } from "vitest";
 import { execute, expectError, readHistory, unknownKey, UUID, storedRun } from "./client.js";
 import type { Harness } from "./harness.js";
-import { runIds, runStream, streamedText } from "./sse.js";
+import { readWithAiSdk, runIds, runStream, streamedText } from "./sse.js";
 
 const PAYLOAD = "hello streaming world";
 
@@ -82,19 +81,8 @@ export function streamTests(h: Harness): void {
       const channel = await h.channel({ flow: "echo" });
       const response = await execute(h, channel.key, { payload: PAYLOAD, stream: true });
       expect(response.status).toBe(200);
-      if (!response.body) throw new Error("no body");
       // The SDK's transport validates each chunk against its own schema, as done here.
-      const chunks = parseJsonEventStream({ stream: response.body, schema: uiMessageChunkSchema }).pipeThrough(
-        new TransformStream<{ success: true; value: UIMessageChunk } | { success: false; error: unknown }, UIMessageChunk>({
-          transform(result, controller) {
-            if (!result.success) throw result.error;
-            controller.enqueue(result.value);
-          },
-        }),
-      );
-      let message: UIMessage | undefined;
-      for await (const snapshot of readUIMessageStream<UIMessage>({ stream: chunks, terminateOnError: true })) message = snapshot;
-      if (!message) throw new Error("readUIMessageStream produced no message");
+      const message = await readWithAiSdk(response);
 
       expect(message.role).toBe("assistant");
       const text = message.parts.filter((part) => part.type === "text");

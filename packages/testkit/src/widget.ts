@@ -69,7 +69,7 @@ export function widgetTests(h: Harness): void {
         const server = await h.channel({ flow: "echo" });
         for (const send of [(r: WidgetRequest) => getConfig(h, r), (r: WidgetRequest) => postChat(h, r, { payload: "hi" })]) {
           await expectError(await send({ key: null }), 401, "missing_api_key");
-          await expectError(await send({ key: "svc_pub_" + "Zz9".repeat(15) }), 401, "invalid_api_key");
+          await expectError(await send({ key: `svc_pub_${"Zz9".repeat(15)}` }), 401, "invalid_api_key");
           await expectError(await send({ key: server.key }), 403, "public_key_required");
         }
       });
