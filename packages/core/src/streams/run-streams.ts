@@ -6,7 +6,7 @@ import type { RunOutcome } from "../runs/outcome.js";
 import type { StartedRun } from "../runs/start.js";
 import { isoTimestamp } from "../runs/timestamp.js";
 import { closingFrame, dataRunFrame, UI_STREAM_HEADERS, uiMessageStream } from "../runs/ui-stream.js";
-import type { LiveFeed, RunStreamChunk, RunStreamRecord, RunStreamStore } from "../storage/types.js";
+import type { ChannelRecord, LiveFeed, RunStreamChunk, RunStreamRecord, RunStreamStore } from "../storage/types.js";
 
 /** Longest a recorded stream's events wait before they are written, in ms: the cost is one write per this much streaming, not one per event. */
 const FLUSH_MS = 50;
@@ -67,9 +67,9 @@ export class RunStreams {
     }
   }
 
-  /** Whether streams can be recorded here (the storage keeps them). */
-  get available(): boolean {
-    return this.#store !== undefined;
+  /** Whether the runs of `channel` are recorded: it has resumable streams, and the storage keeps them. */
+  records(channel: Pick<ChannelRecord, "resumableStreams">): boolean {
+    return channel.resumableStreams && this.#store !== undefined;
   }
 
   /**

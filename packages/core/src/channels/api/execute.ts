@@ -26,7 +26,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   const live = input.stream ?? channel.defaultStream;
   // On a channel with resumable streams, a run goes on when its client leaves, and its
   // stream is recorded even when it is answered as JSON: any run can be followed and cancelled.
-  const recorded = channel.resumableStreams && ctx.streams.available;
+  const recorded = ctx.streams.records(channel);
   const run = await startRun(ctx, {
     channel,
     flow: registered,

@@ -21,7 +21,7 @@ export async function chat(request: IncomingRequest, ctx: ServiceContext): Promi
   if (channel.requireSignature) await checkChannelSignature(request, channel, raw, ctx);
   const turn = await chatTurn(parseJson(raw), channel, ctx);
   const run = await start(request, channel, turn, ctx);
-  if (channel.resumableStreams && ctx.streams.available) return ctx.streams.record(run);
+  if (ctx.streams.records(channel)) return ctx.streams.record(run);
   const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
 }
@@ -29,7 +29,7 @@ export async function chat(request: IncomingRequest, ctx: ServiceContext): Promi
 async function start(request: IncomingRequest, channel: ChannelRecord, turn: ChatTurn, ctx: ServiceContext): Promise<StartedRun> {
   const flow = channelFlow(ctx, channel);
   // On a channel with resumable streams, a run goes on when its client leaves, and its stream is recorded.
-  const recorded = channel.resumableStreams && ctx.streams.available;
+  const recorded = ctx.streams.records(channel);
   const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request: channel.resumableStreams ? null : request, live: true, recorded };
   try {
     return await startRun(ctx, { ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
