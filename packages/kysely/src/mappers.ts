@@ -136,7 +136,8 @@ export function rowToMessage(row: Selectable<MessagesTable>): MessageRecord {
   };
 }
 
-export function runToRow(run: RunRecord, ticket: number | null): RunsTable {
+/** A run's row; `stream` when its stream is recorded, with its last events once it ends. */
+export function runToRow(run: RunRecord, ticket: number | null, stream?: { aliveUntil: string; tail?: string }): RunsTable {
   return {
     id: run.id,
     conversation_id: run.conversationId,
@@ -152,6 +153,9 @@ export function runToRow(run: RunRecord, ticket: number | null): RunsTable {
     completed_at: run.completedAt,
     duration_ms: run.durationMs,
     ticket,
+    stream_alive_until: stream?.aliveUntil ?? null,
+    stream_cancel_requested_at: null,
+    stream_tail: stream?.tail ?? null,
   };
 }
 

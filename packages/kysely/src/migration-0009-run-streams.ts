@@ -1,8 +1,9 @@
-import type { Kysely, Migration } from "kysely";
+import { type Kysely, type Migration, sql } from "kysely";
 
 /**
- * Resumable streams: a channel's setting, and the streams of its runs in flight with their
- * events in chunks (one row per write), readable by every instance (docs/streaming.md).
+ * Resumable streams (docs/streaming.md): a channel's setting, and a recorded stream kept on
+ * its run's own row (the run's writes open and end it: no write of its own) with the
+ * events of runs streaming longer than a flush in `run_stream_chunks`.
  */
 export const runStreams: Migration = {
   async up(db: Kysely<any>) {
@@ -10,18 +11,20 @@ export const runStreams: Migration = {
       .alterTable("channels")
       .addColumn("resumable_streams", "integer", (c) => c.notNull().defaultTo(0))
       .execute();
+    // Set on a recorded run only: until when its instance vouches for it (renewed while it
+    // runs), when a cancel was asked for, and its last events (written with its outcome).
+    await db.schema.alterTable("runs").addColumn("stream_alive_until", "text").execute();
+    await db.schema.alterTable("runs").addColumn("stream_cancel_requested_at", "text").execute();
+    await db.schema.alterTable("runs").addColumn("stream_tail", "text").execute();
+    // The sweep for streams whose instance stopped reads this index, which holds recorded
+    // runs in flight only: a run that is not recorded never enters it.
     await db.schema
-      .createTable("run_streams")
-      .addColumn("run_id", "text", (c) => c.primaryKey())
-      .addColumn("conversation_id", "text", (c) => c.notNull())
-      .addColumn("started_at", "text", (c) => c.notNull())
-      .addColumn("ended", "integer", (c) => c.notNull().defaultTo(0))
-      .addColumn("alive_until", "text", (c) => c.notNull())
-      .addColumn("cancel_requested_at", "text")
+      .createIndex("runs_stream_live_idx")
+      .on("runs")
+      .column("stream_alive_until")
+      .where(sql.ref("status"), "=", sql.lit("running"))
+      .where(sql.ref("stream_alive_until"), "is not", null)
       .execute();
-    // One index: every index is written with each stream a run opens. The sweeps read the
-    // whole table, which holds only streams in flight and those ended in the last minute.
-    await db.schema.createIndex("run_streams_conversation_idx").on("run_streams").column("conversation_id").execute();
     await db.schema
       .createTable("run_stream_chunks")
       .addColumn("run_id", "text", (c) => c.notNull())
@@ -32,7 +35,8 @@ export const runStreams: Migration = {
   },
   async down(db: Kysely<any>) {
     await db.schema.dropTable("run_stream_chunks").execute();
-    await db.schema.dropTable("run_streams").execute();
+    await db.schema.dropIndex("runs_stream_live_idx").execute();
+    for (const column of ["stream_tail", "stream_cancel_requested_at", "stream_alive_until"]) await db.schema.alterTable("runs").dropColumn(column).execute();
     await db.schema.alterTable("channels").dropColumn("resumable_streams").execute();
   },
 };

@@ -63,21 +63,7 @@ export function requestPathQueries(db: Kysely<Database>) {
     insertConversation: new PreparedQuery(CONVERSATION_VALUES, ($) => db.insertInto("conversations").values(conversationRow($))),
     // A new conversation with its first messages and its run, as one statement where the
     // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
-    newConversation: new PreparedQueries((count: number) => newConversationQuery(db, count, false)),
-    // The same with the run's recorded stream (resumable channels).
-    newConversationWithStream: new PreparedQueries((count: number) => newConversationQuery(db, count, true)),
-    // A recorded stream (resumable channels): opened with its run's ticket, ended with its outcome.
-    openStream: new PreparedQuery(4, ($) =>
-      db.insertInto("run_streams").values({ run_id: $(0), conversation_id: $(1), started_at: $(2), ended: 0, alive_until: $(3) }),
-    ),
-    streamChunk: new PreparedQuery(3, ($) =>
-      db
-        .insertInto("run_stream_chunks")
-        .values({ run_id: $(0), seq: $(1), frames: $(2) })
-        // A stream ended by another instance (its owner thought lost) keeps its last chunk.
-        .onConflict((oc) => oc.columns(["run_id", "seq"]).doNothing()),
-    ),
-    endStream: new PreparedQuery(1, ($) => db.updateTable("run_streams").set({ ended: 1 }).where("run_id", "=", $(0))),
+    newConversation: new PreparedQueries((count: number) => newConversationQuery(db, count)),
     takeTicket: new PreparedQuery(1, ($) =>
       db
         .updateTable("conversations")
@@ -202,25 +188,30 @@ export function requestPathQueries(db: Kysely<Database>) {
         ),
     ),
     insertRun: new PreparedQuery(RUN_COLUMNS.length, ($) => db.insertInto("runs").values(placeholderRow(RUN_COLUMNS, $))),
-    finishRun: new PreparedQuery(7, ($) =>
+    // The claim of a recorded run that waited: its row was written with its ticket.
+    claimRecordedRun: new PreparedQuery(2, ($) =>
       db
         .updateTable("runs")
-        .set({ status: $(0), result: $(1), error: $(2), execution_order: $(3), completed_at: $(4), duration_ms: $(5) })
-        .where("id", "=", $(6)),
+        .set({ started_at: $(0), completed_at: $(0) })
+        .where("id", "=", $(1)),
+    ),
+    finishRun: new PreparedQuery(8, ($) =>
+      db
+        .updateTable("runs")
+        .set({ status: $(0), result: $(1), error: $(2), execution_order: $(3), completed_at: $(4), duration_ms: $(5), stream_tail: $(6) })
+        .where("id", "=", $(7)),
     ),
   };
 }
 
 /**
  * A new conversation with its first `count` messages and its run, as one statement (for
- * databases with data-modifying `WITH`), and with the run's recorded stream when `stream`:
- * its row takes the run's id and start from the run's values, and its lease from one more.
+ * databases with data-modifying `WITH`).
  */
-function newConversationQuery(db: Kysely<Database>, count: number, stream: boolean) {
+function newConversationQuery(db: Kysely<Database>, count: number) {
   const runOffset = CONVERSATION_VALUES + count * MESSAGE_COLUMNS.length;
-  const streamOffset = runOffset + RUN_COLUMNS.length;
-  return new PreparedQuery(streamOffset + Number(stream), ($) => {
-    const query = db
+  return new PreparedQuery(runOffset + RUN_COLUMNS.length, ($) =>
+    db
       .with("c", (qc) => qc.insertInto("conversations").values(conversationRow($)).returning("id"))
       .with("m", (qc) =>
         qc
@@ -233,17 +224,8 @@ function newConversationQuery(db: Kysely<Database>, count: number, stream: boole
           .insertInto("runs")
           .values(placeholderRow(RUN_COLUMNS, $, runOffset))
           .returning("id"),
-      );
-    if (!stream) return query.selectFrom("c").select("c.id");
-    const run = placeholderRow(RUN_COLUMNS, $, runOffset);
-    return query
-      .with("s", (qc) =>
-        qc
-          .insertInto("run_streams")
-          .values({ run_id: run.id, conversation_id: $(0), started_at: run.started_at, ended: 0, alive_until: $(streamOffset) })
-          .returning("run_id"),
       )
       .selectFrom("c")
-      .select("c.id");
-  });
+      .select("c.id"),
+  );
 }

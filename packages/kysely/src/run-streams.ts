@@ -1,51 +1,56 @@
-import type { RunStreamRecord, RunStreamStore } from "@channelkit/core";
-import type { Kysely, Selectable } from "kysely";
-import { type Executor, rowsOf } from "./executor.js";
-import type { Database, RunStreamsTable } from "./schema.js";
+import type { RunStreamChunk, RunStreamRecord, RunStreamStore } from "@channelkit/core";
+import { type Kysely, sql } from "kysely";
+import type { Executor } from "./executor.js";
+import type { Database } from "./schema.js";
+
+/** Literal, not bound: the sweep's statement must name the partial index's condition for the planner to use it. */
+const RUNNING = sql.lit("running");
+
+/** A recorded run's row as a stream: what a reconnecting client's instance reads. */
+const STREAM_COLUMNS = ["id", "conversation_id", "started_at", "status", "stream_alive_until", "stream_cancel_requested_at"] as const;
+
+interface StreamRow {
+  id: string;
+  conversation_id: string;
+  started_at: string;
+  status: string;
+  stream_alive_until: string | null;
+  stream_cancel_requested_at: string | null;
+}
 
 /**
- * The {@link RunStreamStore} on `run_streams` and `run_stream_chunks` (migration
- * `0009_run_streams`): one insert per chunk of events. A run's own writes open and end its
- * stream (see `beginRun` and `completeRun`); the row is also written when its instance renews
- * it (one statement for all its streams).
+ * The {@link RunStreamStore} on the runs' rows (migration `0009_run_streams`): a recorded
+ * run's row holds its stream's lease, its cancel and its last events, so a stream that ends
+ * within one flush costs its run's own writes only. A longer one writes its earlier events
+ * in `run_stream_chunks`, one row per flush, deleted a while after its run ends.
  */
 export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStreamStore {
-  const insertChunk = (runId: string, seq: number, frames: string) =>
-    db
-      .insertInto("run_stream_chunks")
-      .values({ run_id: runId, seq, frames })
-      // A stream ended by another instance (its owner thought lost) keeps its last chunk.
-      .onConflict((oc) => oc.columns(["run_id", "seq"]).doNothing())
-      .compile();
+  const recordedRuns = () => db.updateTable("runs").where("status", "=", RUNNING).where("stream_alive_until", "is not", null);
   return {
-    async open(stream) {
+    async append(runId, seq, frames) {
       await exec.rows(
         db
-          .insertInto("run_streams")
-          .values({ run_id: stream.runId, conversation_id: stream.conversationId, started_at: stream.startedAt, ended: 0, alive_until: stream.aliveUntil })
+          .insertInto("run_stream_chunks")
+          .values({ run_id: runId, seq, frames })
+          // A write retried after it reached the database keeps the first.
+          .onConflict((oc) => oc.columns(["run_id", "seq"]).doNothing())
           .compile(),
       );
     },
 
-    async append(runId, seq, frames, end) {
-      if (!end) {
-        await exec.rows(insertChunk(runId, seq, frames));
-        return;
-      }
-      await exec.transaction(function* () {
-        yield* rowsOf(insertChunk(runId, seq, frames));
-        yield* rowsOf(db.updateTable("run_streams").set({ ended: 1 }).where("run_id", "=", runId).compile());
-      });
+    async end(runId, frames, at, error) {
+      await exec.rows(recordedRuns().set({ stream_tail: frames, status: "error", error, completed_at: at }).where("id", "=", runId).compile());
     },
 
     async findLive(conversationId) {
       const [row] = await exec.rows(
         db
-          .selectFrom("run_streams")
-          .selectAll()
+          .selectFrom("runs")
+          .select(STREAM_COLUMNS)
           .where("conversation_id", "=", conversationId)
-          .where("ended", "=", 0)
-          .orderBy("started_at", "desc")
+          .where("status", "=", RUNNING)
+          .where("stream_alive_until", "is not", null)
+          .orderBy("ticket", "desc")
           .limit(1)
           .compile(),
       );
@@ -53,98 +58,79 @@ export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStrea
     },
 
     async read(runId, afterSeq) {
-      // The row before the chunks: an end is written with the last chunk, so a stream read as
-      // ended has all its chunks in the read that follows.
-      const [row] = await exec.rows(db.selectFrom("run_streams").selectAll().where("run_id", "=", runId).compile());
+      // The row before the chunks: a run ends after its chunks are written, so a stream read
+      // as ended has all its chunks in the read that follows.
+      const [row] = await exec.rows(
+        db
+          .selectFrom("runs")
+          .select([...STREAM_COLUMNS, "stream_tail"])
+          .where("id", "=", runId)
+          .where("stream_alive_until", "is not", null)
+          .compile(),
+      );
       if (!row) return null;
-      const chunks = await exec.rows(
+      const rows = await exec.rows(
         db.selectFrom("run_stream_chunks").select(["seq", "frames"]).where("run_id", "=", runId).where("seq", ">", afterSeq).orderBy("seq").compile(),
       );
-      return { stream: toRecord(row), chunks: chunks.map((chunk) => ({ seq: Number(chunk.seq), frames: chunk.frames })) };
+      const chunks: RunStreamChunk[] = rows.map((chunk) => ({ seq: Number(chunk.seq), frames: chunk.frames }));
+      const stream = toRecord(row);
+      return { stream, chunks, last: stream.ended ? row.stream_tail : null };
     },
 
     async renew(runIds, aliveUntil) {
       if (runIds.length === 0) return [];
       const rows = await exec.rows(
-        db
-          .updateTable("run_streams")
-          .set({ alive_until: aliveUntil })
-          .where("run_id", "in", runIds)
-          .where("ended", "=", 0)
-          .returning(["run_id", "cancel_requested_at"])
-          .compile(),
+        recordedRuns().set({ stream_alive_until: aliveUntil }).where("id", "in", runIds).returning(["id", "stream_cancel_requested_at"]).compile(),
       );
-      return rows.filter((row) => row.cancel_requested_at !== null).map((row) => row.run_id);
+      return rows.filter((row) => row.stream_cancel_requested_at !== null).map((row) => row.id);
     },
 
     async requestCancel(runId, at) {
       const rows = await exec.rows(
-        db
-          .updateTable("run_streams")
-          .set((eb) => ({ cancel_requested_at: eb.fn.coalesce("cancel_requested_at", eb.val(at)) }))
-          .where("run_id", "=", runId)
-          .where("ended", "=", 0)
-          .returning("run_id")
+        recordedRuns()
+          .set((eb) => ({ stream_cancel_requested_at: eb.fn.coalesce("stream_cancel_requested_at", eb.val(at)) }))
+          .where("id", "=", runId)
+          .returning("id")
           .compile(),
       );
       return rows.length > 0;
     },
 
-    async endLapsed(now, frames, error) {
-      return exec.transaction(function* () {
-        // The guard on `ended` makes one instance end each stream when several sweep at once.
-        const ended = yield* rowsOf(
-          db.updateTable("run_streams").set({ ended: 1 }).where("ended", "=", 0).where("alive_until", "<", now).returningAll().compile(),
-        );
-        for (const stream of ended) {
-          const [last] = yield* rowsOf(
-            db
-              .selectFrom("run_stream_chunks")
-              .select((eb) => eb.fn.max("seq").as("seq"))
-              .where("run_id", "=", stream.run_id)
-              .compile(),
-          );
-          yield* rowsOf(insertChunk(stream.run_id, Number(last?.seq ?? 0) + 1, frames));
-          yield* rowsOf(
-            db
-              .updateTable("runs")
-              .set({ status: "cancelled", completed_at: now, error })
-              .where("id", "=", stream.run_id)
-              .where("status", "=", "running")
-              .compile(),
-          );
-        }
-        return ended.map(toRecord);
-      });
+    async endLapsed(now, error) {
+      // One statement: of instances sweeping at once, the guard on `status` lets one end each.
+      const rows = await exec.rows(
+        recordedRuns().set({ status: "cancelled", completed_at: now, error }).where("stream_alive_until", "<", now).returning(STREAM_COLUMNS).compile(),
+      );
+      return rows.map((row) => ({ ...toRecord(row), ended: true }));
     },
 
     async prune(before) {
-      await exec.transaction(function* () {
-        const gone = yield* rowsOf(db.deleteFrom("run_streams").where("ended", "=", 1).where("alive_until", "<", before).returning("run_id").compile());
-        if (gone.length > 0) {
-          yield* rowsOf(
-            db
-              .deleteFrom("run_stream_chunks")
-              .where(
-                "run_id",
-                "in",
-                gone.map((row) => row.run_id),
-              )
-              .compile(),
-          );
-        }
-      });
+      await exec.rows(
+        db
+          .deleteFrom("run_stream_chunks")
+          .where((eb) =>
+            eb.exists(
+              eb
+                .selectFrom("runs")
+                .select("runs.id")
+                .whereRef("runs.id", "=", "run_stream_chunks.run_id")
+                .where("runs.status", "<>", RUNNING)
+                .where("runs.completed_at", "<", before),
+            ),
+          )
+          .compile(),
+      );
     },
   };
 }
 
-function toRecord(row: Selectable<RunStreamsTable>): RunStreamRecord {
+function toRecord(row: StreamRow): RunStreamRecord {
   return {
-    runId: row.run_id,
+    runId: row.id,
     conversationId: row.conversation_id,
     startedAt: row.started_at,
-    ended: Number(row.ended) === 1,
-    aliveUntil: row.alive_until,
-    cancelRequestedAt: row.cancel_requested_at,
+    ended: row.status !== "running",
+    aliveUntil: row.stream_alive_until ?? row.started_at,
+    cancelRequestedAt: row.stream_cancel_requested_at,
   };
 }

@@ -15,22 +15,10 @@ export interface Database {
   audit_events: AuditEventsTable;
   /** SQLite only: the live feed between processes sharing the file (Postgres uses `NOTIFY`). */
   live_feed: LiveFeedTable;
-  run_streams: RunStreamsTable;
   run_stream_chunks: RunStreamChunksTable;
 }
 
-/** Streams of runs on resumable channels, while they run and a short while after (docs/streaming.md). */
-export interface RunStreamsTable {
-  run_id: string;
-  conversation_id: string;
-  started_at: string;
-  /** 0 while the stream runs, 1 once its last event is recorded. */
-  ended: number;
-  alive_until: string;
-  cancel_requested_at: string | null;
-}
-
-/** A recorded stream's events: one row per write, the SSE frames as sent. */
+/** A recorded stream's events before its last ones (those are on its run's row): one row per write, the SSE frames as sent. */
 export interface RunStreamChunksTable {
   run_id: string;
   seq: number;
@@ -142,6 +130,12 @@ export interface RunsTable {
   completed_at: string;
   duration_ms: number;
   ticket: number | null;
+  /** A recorded stream's (resumable channels): until when its instance vouches for it; null when the run is not recorded. */
+  stream_alive_until: string | null;
+  /** A recorded stream's: when a cancel was asked for, from any instance. */
+  stream_cancel_requested_at: string | null;
+  /** A recorded stream's last events (SSE frames), written with its outcome. */
+  stream_tail: string | null;
 }
 
 export interface AuditEventsTable {
@@ -244,4 +238,7 @@ export const RUN_COLUMNS = everyColumn<RunsTable>()(
   "completed_at",
   "duration_ms",
   "ticket",
+  "stream_alive_until",
+  "stream_cancel_requested_at",
+  "stream_tail",
 );

@@ -115,21 +115,23 @@ export class KyselyStorage implements Storage {
     if (conversation.isNew) {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
       const { run, userMessage } = input;
-      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], runToRow(run, 0), input.stream);
+      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], runToRow(run, 0, input.stream));
       return {
         ticket: 0,
         claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
       };
     }
-    const { stream } = input;
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
-      // A recorded stream is findable from its first event: it is written with the ticket.
-      if (stream) yield* rowsOf(queries.openStream.bind([input.run.id, conversation.id, input.run.startedAt, stream.aliveUntil]));
       const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
       const ticket = Number(row.next_ticket) - 1;
-      if (Number(row.serving) !== ticket) return { ticket, claimed: null };
-      return { ticket, claimed: yield* claim(queries, input, ticket) };
+      if (Number(row.serving) !== ticket) {
+        // A recorded stream is findable from its first event: a run that waits for its turn
+        // has its row from its ticket on.
+        if (input.stream) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
+        return { ticket, claimed: null };
+      }
+      return { ticket, claimed: yield* claim(queries, input, ticket, false) };
     });
   }
 
@@ -154,7 +156,7 @@ export class KyselyStorage implements Storage {
           yield* skipEndedTickets(queries, conversation.id, serving + 1, input.claimUntil);
         }
       }
-      return yield* claim(queries, input, ticket);
+      return yield* claim(queries, input, ticket, input.stream !== undefined);
     });
   }
 
@@ -188,20 +190,26 @@ export class KyselyStorage implements Storage {
           .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState)),
       );
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
-      // The stream's end before the run's row: a sweep ending a lapsed stream locks the two in
-      // that order too (run_streams, then runs), so the two never wait for each other.
-      if (streamEnd) {
-        yield* rowsOf(queries.streamChunk.bind([run.id, streamEnd.seq, streamEnd.frames]));
-        yield* rowsOf(queries.endStream.bind([run.id]));
-      }
       const first = Number(row.next_turn) - count;
       if (count > 0) {
         const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
         yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
       }
-      if (input.claimed) {
+      // A recorded stream ends with its run's outcome, in the same write. A recorded run has
+      // its row from its ticket on, a run of another channel from its claim.
+      if (input.claimed || streamEnd !== undefined) {
+        const tail = streamEnd ?? null;
         yield* rowsOf(
-          queries.finishRun.bind([run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, run.id]),
+          queries.finishRun.bind([
+            run.status,
+            toJson(run.result),
+            run.error,
+            JSON.stringify(run.executionOrder),
+            run.completedAt,
+            run.durationMs,
+            tail,
+            run.id,
+          ]),
         );
       } else {
         yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
@@ -242,20 +250,16 @@ export class KyselyStorage implements Storage {
   }
 
   /**
-   * Inserts a conversation (the values of `insertConversation`), its first messages, a run
-   * and, when given, the run's recorded stream: one statement where the database allows,
-   * else one transaction.
+   * Inserts a conversation (the values of `insertConversation`), its first messages and a
+   * run: one statement where the database allows, else one transaction.
    */
-  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable, stream?: { aliveUntil: string }): Promise<unknown> | unknown {
+  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable): Promise<unknown> | unknown {
     const queries = this.#queries;
     if (this.#exec.dataModifyingCtes && messages.length > 0) {
       const values = conversation.concat(valuesOf(MESSAGE_COLUMNS, messages), valuesOf(RUN_COLUMNS, [run]));
-      if (!stream) return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
-      values.push(stream.aliveUntil);
-      return this.#exec.rows(queries.newConversationWithStream.get(messages.length).bind(values));
+      return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
     }
     return this.#exec.transaction(function* () {
-      if (stream) yield* rowsOf(queries.openStream.bind([run.id, run.conversation_id, run.started_at, stream.aliveUntil]));
       yield* rowsOf(queries.insertConversation.bind(conversation));
       if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
       yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
@@ -416,12 +420,13 @@ type Queries = ReturnType<typeof requestPathQueries>;
  * Claims `ticket`'s turn if it is the one served: the lease, the next turn index for the
  * user message, the message and the run's `running` row. Null when it is not its turn.
  */
-function* claim(queries: Queries, input: BeginRunInput, ticket: number): TransactionBody<ClaimedTurn | null> {
+/** Claims `ticket`'s turn if it is served; `queued` when the run's row was written with its ticket (a recorded run that waited). */
+function* claim(queries: Queries, input: BeginRunInput, ticket: number, queued: boolean): TransactionBody<ClaimedTurn | null> {
   const { conversation } = input;
   const [row] = yield* rowsOf(queries.claim.bind([input.leaseUntil, input.now, conversation.id, ticket]));
   if (!row) return null;
   const record = rowToConversation(row);
-  const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1);
+  const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, queued);
   return { conversation: record, userMessage };
 }
 
@@ -446,11 +451,15 @@ function newConversationValues(input: BeginRunInput): unknown[] {
   ];
 }
 
-/** Writes what a claim stores: the user message at `turn` and the run's `running` row. */
-function* storeClaim(queries: Queries, input: BeginRunInput, ticket: number, turn: number): TransactionBody<MessageRecord> {
+/**
+ * Writes what a claim stores: the user message at `turn` and the run's `running` row, or,
+ * when `queued`, its start on the row it wrote with its ticket.
+ */
+function* storeClaim(queries: Queries, input: BeginRunInput, ticket: number, turn: number, queued: boolean): TransactionBody<MessageRecord> {
   const id = input.conversation.id;
   yield* rowsOf(queries.insertMessages.get(1).bind(valuesOf(MESSAGE_COLUMNS, [messageToRow(id, turn, input.userMessage)])));
-  yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket)])));
+  if (queued) yield* rowsOf(queries.claimRecordedRun.bind([input.run.startedAt, input.run.id]));
+  else yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
   return storedMessage(id, turn, input.userMessage);
 }
 

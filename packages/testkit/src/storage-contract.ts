@@ -960,115 +960,144 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         return storage.runStreams;
       };
       const frame = (n: number) => `data: {"n":${n}}\n\n`;
-      const openStream = async (conversationId: string, seconds: number, aliveSeconds = seconds + LEASE_SECONDS) => {
-        const runId = crypto.randomUUID();
-        await streams().open({ runId, conversationId, startedAt: at(seconds), aliveUntil: at(aliveSeconds) });
-        return runId;
+      /** A recorded run that starts a conversation at `seconds`, vouched for until `aliveSeconds`. */
+      const recordedRun = async (seconds: number, aliveSeconds = seconds + LEASE_SECONDS) => {
+        const c = await conversation();
+        const run = c.run("hello");
+        await storage.beginRun({ ...run.begin(seconds), stream: { aliveUntil: at(aliveSeconds) } });
+        return { c, run };
       };
 
-      it("keeps a stream's chunks in order, reads after a seq, and ends it with its last chunk", async () => {
-        const c = await conversation();
-        const runId = await openStream(c.id, 1);
-        expect(await streams().read(runId, 0)).toEqual({
-          stream: { runId, conversationId: c.id, startedAt: at(1), ended: false, aliveUntil: at(1 + LEASE_SECONDS), cancelRequestedAt: null },
+      it("keeps a recorded run's chunks in order, reads after a seq, and ends the stream with the outcome's last events", async () => {
+        const { c, run } = await recordedRun(1);
+        expect(await streams().read(run.id, 0)).toEqual({
+          stream: { runId: run.id, conversationId: c.id, startedAt: at(1), ended: false, aliveUntil: at(1 + LEASE_SECONDS), cancelRequestedAt: null },
           chunks: [],
+          last: null,
         });
-        await streams().append(runId, 1, frame(1) + frame(2), false);
-        await streams().append(runId, 2, frame(3), false);
-        expect((await streams().read(runId, 0))?.chunks).toEqual([
+        await streams().append(run.id, 1, frame(1) + frame(2));
+        await streams().append(run.id, 2, frame(3));
+        // A write retried after it reached the database keeps the first.
+        await streams().append(run.id, 2, frame(99));
+        expect((await streams().read(run.id, 0))?.chunks).toEqual([
           { seq: 1, frames: frame(1) + frame(2) },
           { seq: 2, frames: frame(3) },
         ]);
-        expect((await streams().read(runId, 1))?.chunks).toEqual([{ seq: 2, frames: frame(3) }]);
+        expect((await streams().read(run.id, 1))?.chunks).toEqual([{ seq: 2, frames: frame(3) }]);
         // Chunk numbers are 32-bit: reading after the largest reads the stream alone.
-        expect((await streams().read(runId, 2 ** 31 - 1))?.chunks).toEqual([]);
-        expect(await streams().findLive(c.id)).toMatchObject({ runId, ended: false });
+        expect((await streams().read(run.id, 2 ** 31 - 1))?.chunks).toEqual([]);
+        expect(await streams().findLive(c.id)).toMatchObject({ runId: run.id, ended: false });
 
-        await streams().append(runId, 3, frame(4), true);
-        const ended = await streams().read(runId, 2);
-        expect(ended).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 3, frames: frame(4) }] });
+        await storage.completeRun({ ...run.complete({ ticket: 0, messages: ["done"], seconds: 2 }), streamEnd: frame(4) });
+        expect(await streams().read(run.id, 2)).toMatchObject({ stream: { ended: true }, chunks: [], last: frame(4) });
+        expect(await storage.findRun(run.id)).toMatchObject({ status: "success" });
         expect(await streams().findLive(c.id)).toBeNull();
         expect(await streams().read(crypto.randomUUID(), 0)).toBeNull();
+
+        // A run that is not recorded has no stream.
+        const plain = (await conversation()).run("plain");
+        await storage.beginRun(plain.begin(3));
+        expect(await streams().read(plain.id, 0)).toBeNull();
+        expect(await streams().findLive(plain.record.conversationId)).toBeNull();
       });
 
-      it("a run opens its stream with its ticket and ends it with its outcome, in the same writes", async () => {
-        const c = await conversation();
-        const first = c.run("first");
-        await storage.beginRun({ ...first.begin(0), stream: { aliveUntil: at(40) } });
-        expect(await streams().findLive(c.id)).toMatchObject({ runId: first.id, startedAt: first.record.startedAt, aliveUntil: at(40), ended: false });
-        // A run queued behind it opens its stream too: it is in flight from its first event.
+      it("makes a recorded run queued behind another findable from its ticket; its claim keeps the stream's lease, and an end before its turn ends it", async () => {
+        const { c, run: first } = await recordedRun(0, 40);
         const second = c.run("second");
-        const queued = await storage.beginRun({ ...second.begin(1, { isNew: false }), stream: { aliveUntil: at(41) } });
-        expect(queued.claimed).toBeNull();
-        expect((await streams().findLive(c.id))?.runId).toBe(second.id);
+        expect((await storage.beginRun({ ...second.begin(1, { isNew: false }), stream: { aliveUntil: at(41) } })).claimed).toBeNull();
+        const third = c.run("third");
+        expect((await storage.beginRun({ ...third.begin(1, { isNew: false }), stream: { aliveUntil: at(42) } })).claimed).toBeNull();
+        // The most recent run in flight: the highest ticket.
+        expect(await streams().findLive(c.id)).toMatchObject({ runId: third.id, ended: false, aliveUntil: at(42) });
+        expect(await storage.findRun(third.id)).toMatchObject({ status: "running" });
+        expect(await streams().findLive((await conversation()).id)).toBeNull();
 
-        await storage.completeRun({ ...first.complete({ ticket: 0, messages: ["done"], seconds: 2 }), streamEnd: { seq: 1, frames: frame(9) } });
-        expect(await streams().read(first.id, 0)).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 1, frames: frame(9) }] });
-        expect(await storage.findRun(first.id)).toMatchObject({ status: "success" });
-        expect((await streams().findLive(c.id))?.runId).toBe(second.id);
-      });
+        // The third gives up before its turn: its stream ends with what it stored.
+        await storage.completeRun({
+          ...third.complete({ ticket: 2, messages: [], user: true, claimed: false, status: "cancelled", seconds: 2 }),
+          streamEnd: frame(7),
+        });
+        expect(await streams().read(third.id, 0)).toMatchObject({ stream: { ended: true }, last: frame(7) });
+        expect(await storage.findRun(third.id)).toMatchObject({ status: "cancelled", completedAt: at(2) });
+        expect(await streams().findLive(c.id)).toMatchObject({ runId: second.id });
 
-      it("finds the most recently opened live stream of a conversation, and none of another", async () => {
-        const c = await conversation();
-        const other = await conversation();
-        const first = await openStream(c.id, 1);
-        const second = await openStream(c.id, 2);
-        expect((await streams().findLive(c.id))?.runId).toBe(second);
-        await streams().append(second, 1, frame(1), true);
-        expect((await streams().findLive(c.id))?.runId).toBe(first);
-        expect(await streams().findLive(other.id)).toBeNull();
+        await storage.completeRun({ ...first.complete({ ticket: 0, messages: ["done"], seconds: 3 }), streamEnd: frame(9) });
+        expect(await streams().read(first.id, 0)).toMatchObject({ stream: { ended: true }, last: frame(9) });
+        expect(await storage.claimTurn({ ...second.claim(1, 4), stream: { aliveUntil: at(50) } })).not.toBeNull();
+        expect(await streams().read(second.id, 0)).toMatchObject({ stream: { ended: false, aliveUntil: at(41) } });
+        expect(await storage.findRun(second.id)).toMatchObject({ status: "running", startedAt: at(4) });
+        await storage.completeRun({ ...second.complete({ ticket: 1, messages: ["two"], seconds: 5 }), streamEnd: frame(10) });
+        expect(await streams().findLive(c.id)).toBeNull();
+        // The ticket of the run that gave up was skipped: the next run's turn comes at once.
+        const fourth = c.run("fourth");
+        expect(await storage.beginRun(fourth.begin(6, { isNew: false }))).toMatchObject({ ticket: 3, claimed: { userMessage: { content: "fourth" } } });
       });
 
       it("renews live streams, reports those whose cancel was asked for, and refuses a cancel once ended", async () => {
-        const c = await conversation();
-        const a = await openStream(c.id, 1);
-        const b = await openStream(c.id, 2);
+        const { c, run: a } = await recordedRun(1);
+        const second = c.run("b");
+        await storage.beginRun({ ...second.begin(2, { isNew: false }), stream: { aliveUntil: at(40) } });
+        const b = second.id;
         expect(await streams().requestCancel(b, at(3))).toBe(true);
         expect(await streams().requestCancel(b, at(4))).toBe(true);
-        expect(await streams().renew([a, b, crypto.randomUUID()], at(100))).toEqual([b]);
-        expect((await streams().read(a, 0))?.stream.aliveUntil).toBe(at(100));
+        expect(await streams().renew([a.id, b, crypto.randomUUID()], at(100))).toEqual([b]);
+        expect((await streams().read(a.id, 0))?.stream.aliveUntil).toBe(at(100));
         expect((await streams().read(b, 0))?.stream).toMatchObject({ aliveUntil: at(100), cancelRequestedAt: at(3) });
-        await streams().append(a, 1, frame(1), true);
-        expect(await streams().requestCancel(a, at(5))).toBe(false);
-        expect(await streams().renew([a], at(200))).toEqual([]);
-        expect((await streams().read(a, 0))?.stream.aliveUntil).toBe(at(100));
+        await storage.completeRun({ ...a.complete({ ticket: 0, messages: ["done"], seconds: 5 }), streamEnd: frame(1) });
+        expect(await streams().requestCancel(a.id, at(5))).toBe(false);
+        expect(await streams().renew([a.id], at(200))).toEqual([]);
+        expect((await streams().read(a.id, 0))?.stream.aliveUntil).toBe(at(100));
         expect(await streams().renew([], at(200))).toEqual([]);
       });
 
-      it("ends the streams whose instance stopped with a last chunk, stores their running run cancelled, and prunes ended ones", async () => {
-        const c = await conversation();
-        const run = c.run("hello");
-        await storage.beginRun({ ...run.begin(0), stream: { aliveUntil: at(10) } });
-        await streams().append(run.id, 1, frame(1), false);
-        const alive = await openStream(c.id, 1, 1000);
+      it("ends the streams whose instance stopped, storing their run cancelled without last events, and prunes the chunks of ended ones", async () => {
+        const { run } = await recordedRun(0, 10);
+        await streams().append(run.id, 1, frame(1));
+        const alive = await recordedRun(1, 1000);
+        const plain = (await conversation()).run("plain");
+        await storage.beginRun(plain.begin(0));
 
-        expect(await streams().endLapsed(at(5), frame(99), "lost")).toEqual([]);
-        const ended = await streams().endLapsed(at(11), frame(99), "lost");
-        expect(ended.map((stream) => stream.runId)).toEqual([run.id]);
-        expect(await streams().endLapsed(at(12), frame(99), "lost")).toEqual([]);
-        expect(await streams().read(run.id, 0)).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 1 }, { seq: 2, frames: frame(99) }] });
+        expect(await streams().endLapsed(at(5), "lost")).toEqual([]);
+        const ended = await streams().endLapsed(at(11), "lost");
+        expect(ended).toMatchObject([{ runId: run.id, ended: true }]);
+        expect(await streams().endLapsed(at(12), "lost")).toEqual([]);
+        expect(await streams().read(run.id, 0)).toMatchObject({ stream: { ended: true }, chunks: [{ seq: 1, frames: frame(1) }], last: null });
         expect(await storage.findRun(run.id)).toMatchObject({ status: "cancelled", error: "lost", completedAt: at(11) });
-        expect((await streams().findLive(c.id))?.runId).toBe(alive);
+        expect((await streams().findLive(alive.c.id))?.runId).toBe(alive.run.id);
+        // A run that is not recorded is not the sweep's.
+        expect(await storage.findRun(plain.id)).toMatchObject({ status: "running" });
 
-        // A stream with no chunk yet gets its last as chunk 1; a run that is not stored is left alone.
-        const waiting = await openStream(c.id, 20, 21);
-        await streams().endLapsed(at(30), frame(99), "lost");
-        expect((await streams().read(waiting, 0))?.chunks).toEqual([{ seq: 1, frames: frame(99) }]);
-        expect(await storage.findRun(waiting)).toBeNull();
-
-        await streams().prune(at(10));
-        expect(await streams().read(run.id, 0)).not.toBeNull();
         await streams().prune(at(11));
-        expect(await streams().read(run.id, 0)).toBeNull();
-        expect(await streams().read(alive, 0)).not.toBeNull();
+        expect((await streams().read(run.id, 0))?.chunks).toHaveLength(1);
+        await streams().prune(at(12));
+        expect((await streams().read(run.id, 0))?.chunks).toEqual([]);
       });
 
       it("lets one of two instances sweeping at once end a lapsed stream", async () => {
-        const c = await conversation();
-        const runId = await openStream(c.id, 1, 2);
-        const [a, b] = await Promise.all([streams().endLapsed(at(3), frame(98), "lost"), streams().endLapsed(at(3), frame(99), "lost")]);
+        const { run } = await recordedRun(1, 2);
+        const [a, b] = await Promise.all([streams().endLapsed(at(3), "lost"), streams().endLapsed(at(3), "lost")]);
         expect(a.length + b.length).toBe(1);
-        expect((await streams().read(runId, 0))?.chunks).toHaveLength(1);
+        expect(await storage.findRun(run.id)).toMatchObject({ status: "cancelled" });
+      });
+
+      it("ends the stream of a run whose outcome could not be stored with its last events, storing the run error", async () => {
+        const { c, run } = await recordedRun(1);
+        await streams().end(run.id, frame(5), at(3), "unstored");
+        expect(await streams().read(run.id, 0)).toMatchObject({ stream: { ended: true }, last: frame(5) });
+        expect(await storage.findRun(run.id)).toMatchObject({ status: "error", error: "unstored", completedAt: at(3) });
+        expect(await streams().findLive(c.id)).toBeNull();
+        // A stream that ended keeps its end.
+        await streams().end(run.id, frame(6), at(4), "again");
+        expect(await streams().read(run.id, 0)).toMatchObject({ last: frame(5) });
+      });
+
+      it("ends a recorded run's stream when its lapsed turn is taken over", async () => {
+        const { c, run: first } = await recordedRun(0, 1000);
+        const second = c.run("second");
+        await storage.beginRun(second.begin(1, { isNew: false }));
+        expect(await storage.claimTurn(second.claim(1, LEASE_SECONDS + 1))).not.toBeNull();
+        expect(await streams().read(first.id, 0)).toMatchObject({ stream: { ended: true }, last: null });
+        expect(await streams().findLive(c.id)).toBeNull();
       });
     });
 

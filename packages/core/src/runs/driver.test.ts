@@ -277,6 +277,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     historyLimit: 50,
     live: options.live ?? true,
     streamEnding: { current: null },
+    stream: undefined,
   });
   const finished = (async () => {
     const parts: TextPart[] = [];

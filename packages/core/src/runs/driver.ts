@@ -5,6 +5,7 @@ import type {
   BeginRunInput,
   ChannelRecord,
   ClaimedTurn,
+  ClaimTurnInput,
   CompleteRunInput,
   ConversationMode,
   ConversationRecord,
@@ -12,7 +13,6 @@ import type {
   NewMessage,
   RunConversation,
   RunRecord,
-  RunStreamChunk,
   Storage,
   StoreRunInput,
 } from "../storage/types.js";
@@ -47,6 +47,8 @@ interface RunInput {
   begun: boolean;
   /** When the turn was claimed on arrival (ms), for the run's `started_at`. */
   claimedAtMs: number;
+  /** Set when the run's stream is recorded (resumable channels): its row was written with its ticket. */
+  stream: { aliveUntil: string } | undefined;
   payload: string;
   /** A `start` run has no user message: it stores only what the flow's `start` produced. */
   trigger: FlowTrigger;
@@ -66,22 +68,21 @@ interface RunInput {
 }
 
 /**
- * Where a recorded run's stream ends: its last chunk (the events not yet written, then the
- * closing one) is stored in the same transaction as the run's outcome, so that a client
- * that has the outcome never finds the run still in flight, and the end costs no write of
- * its own.
+ * Where a recorded run's stream ends: its last events (those not yet written, then the
+ * closing one) are stored in the same write as the run's outcome, so that a client that
+ * has the outcome never finds the run still in flight, and the end costs no write of its own.
  */
 export interface StreamEnding {
-  /** The last chunk for this outcome, once the chunks before it are written. */
-  lastChunk(outcome: RunOutcome): Promise<RunStreamChunk>;
-  /** The chunk is stored with the outcome. */
+  /** The last events (SSE frames) for this outcome, once the chunks before them are written. */
+  lastEvents(outcome: RunOutcome): Promise<string>;
+  /** They are stored with the outcome. */
   stored(): void;
 }
 
 /** Stores a run's completion, with its stream's last chunk when it is recorded. */
 async function complete(input: RunInput, completion: CompleteRunInput, outcome: RunOutcome): Promise<void> {
   const ending = input.streamEnding.current;
-  if (ending) completion.streamEnd = await ending.lastChunk(outcome);
+  if (ending) completion.streamEnd = await ending.lastEvents(outcome);
   await input.storage.completeRun(completion);
   ending?.stored();
 }
@@ -130,7 +131,9 @@ export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOu
     await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
     if (abort.aborted) break;
     startedMs = Date.now();
-    turn = await storage.claimTurn({ ...claimOf(input, startedMs, lifecycle.leaseMs), ticket: input.ticket });
+    const claim: ClaimTurnInput = { ...claimOf(input, startedMs, lifecycle.leaseMs), ticket: input.ticket };
+    if (input.stream) claim.stream = input.stream;
+    turn = await storage.claimTurn(claim);
   }
   const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
   if (!turn) return giveUpTurn(input, transcript);

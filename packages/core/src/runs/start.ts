@@ -109,6 +109,7 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     claimed: ticket.claimed,
     begun,
     claimedAtMs: arrivedMs,
+    stream: claim.stream,
     metadata: input.metadata,
     abort,
     storage: ctx.storage,

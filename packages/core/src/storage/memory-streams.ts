@@ -4,44 +4,70 @@ import type { RunStreamChunk, RunStreamRecord, RunStreamStore } from "./types.js
 export interface MemoryRunStreams extends RunStreamStore {
   /** Opens a stream (what `beginRun` does with its ticket). */
   openNow(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): void;
-  /** Appends a chunk, ending the stream with it when `end` (what `completeRun` does with its outcome). */
-  appendNow(runId: string, chunk: RunStreamChunk, end: boolean): void;
+  /** Ends a stream with its last events at `at` (what `completeRun` does with its outcome). */
+  endNow(runId: string, tail: string | null, at: string): void;
+}
+
+/** What the memory storage does to a recorded stream's run when the stream ends without it. */
+export type EndRun = (runId: string, status: "cancelled" | "error", at: string, error: string) => void;
+
+interface Stream {
+  record: RunStreamRecord;
+  chunks: RunStreamChunk[];
+  tail: string | null;
+  endedAt: string | null;
 }
 
 /**
- * The {@link RunStreamStore} of the in-memory storage: streams in a map, as the SQL stores
- * keep them in `run_streams` and `run_stream_chunks`. `cancelRun` stores a lapsed stream's
- * run `cancelled` if it is still running; `checkOpen` throws once the storage is closed.
+ * The {@link RunStreamStore} of the in-memory storage: streams in a map beside the runs, as
+ * the SQL stores keep them on the runs' rows. `endRun` stores the run of a stream ended
+ * without it (lapsed, or its completion not stored) if it is still running; a stream whose
+ * run ended otherwise (`runEnded` gives when, e.g. its turn was taken over) has ended too; `checkOpen`
+ * throws once the storage is closed.
  */
-export function memoryRunStreams(cancelRun: (runId: string, at: string, error: string) => void, checkOpen: () => void): MemoryRunStreams {
-  const streams = new Map<string, { record: RunStreamRecord; chunks: RunStreamChunk[] }>();
-  function openNow(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): void {
-    checkOpen();
-    if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);
-    streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, chunks: [] });
+export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => string | null, checkOpen: () => void): MemoryRunStreams {
+  const streams = new Map<string, Stream>();
+  /** The stream as stored: ended with its run, whatever ended it. */
+  function current(stream: Stream): RunStreamRecord {
+    const endedAt = stream.record.ended ? null : runEnded(stream.record.runId);
+    if (endedAt !== null) {
+      stream.record = { ...stream.record, ended: true };
+      stream.endedAt = endedAt;
+    }
+    return stream.record;
   }
-  function appendNow(runId: string, chunk: RunStreamChunk, end: boolean): void {
+  function endNow(runId: string, tail: string | null, at: string): void {
     checkOpen();
     const stream = streams.get(runId);
-    if (!stream) return;
-    // A stream ended by another instance (its owner thought lost) keeps its last chunk.
-    if (stream.chunks.some((stored) => stored.seq === chunk.seq)) return;
-    stream.chunks.push({ ...chunk });
-    if (end) stream.record = { ...stream.record, ended: true };
+    if (!stream || stream.record.ended) return;
+    stream.record = { ...stream.record, ended: true };
+    stream.tail = tail;
+    stream.endedAt = at;
   }
   return {
-    openNow,
-    appendNow,
-    async open(stream) {
-      openNow(stream);
+    openNow(stream) {
+      checkOpen();
+      if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);
+      streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, chunks: [], tail: null, endedAt: null });
     },
-    async append(runId, seq, frames, end) {
-      appendNow(runId, { seq, frames }, end);
+    endNow,
+    async append(runId, seq, frames) {
+      checkOpen();
+      const stream = streams.get(runId);
+      if (!stream || stream.chunks.some((stored) => stored.seq === seq)) return;
+      stream.chunks.push({ seq, frames });
+    },
+    async end(runId, frames, at, error) {
+      const stream = streams.get(runId);
+      const live = stream !== undefined && !current(stream).ended;
+      endNow(runId, frames, at);
+      if (live) endRun(runId, "error", at, error);
     },
     async findLive(conversationId) {
       checkOpen();
       let live: RunStreamRecord | null = null;
-      for (const { record } of streams.values()) {
+      for (const stream of streams.values()) {
+        const record = current(stream);
         if (record.conversationId === conversationId && !record.ended && (!live || record.startedAt >= live.startedAt)) live = record;
       }
       return live ? { ...live } : null;
@@ -50,14 +76,19 @@ export function memoryRunStreams(cancelRun: (runId: string, at: string, error: s
       checkOpen();
       const stream = streams.get(runId);
       if (!stream) return null;
-      return { stream: { ...stream.record }, chunks: stream.chunks.filter((chunk) => chunk.seq > afterSeq).map((chunk) => ({ ...chunk })) };
+      const record = { ...current(stream) };
+      return {
+        stream: record,
+        chunks: stream.chunks.filter((chunk) => chunk.seq > afterSeq).map((chunk) => ({ ...chunk })),
+        last: record.ended ? stream.tail : null,
+      };
     },
     async renew(runIds, aliveUntil) {
       checkOpen();
       const cancelled: string[] = [];
       for (const runId of runIds) {
         const stream = streams.get(runId);
-        if (!stream || stream.record.ended) continue;
+        if (!stream || current(stream).ended) continue;
         stream.record = { ...stream.record, aliveUntil };
         if (stream.record.cancelRequestedAt !== null) cancelled.push(runId);
       }
@@ -66,25 +97,28 @@ export function memoryRunStreams(cancelRun: (runId: string, at: string, error: s
     async requestCancel(runId, at) {
       checkOpen();
       const stream = streams.get(runId);
-      if (!stream || stream.record.ended) return false;
+      if (!stream || current(stream).ended) return false;
       stream.record = { ...stream.record, cancelRequestedAt: stream.record.cancelRequestedAt ?? at };
       return true;
     },
-    async endLapsed(now, frames, error) {
+    async endLapsed(now, error) {
       checkOpen();
       const ended: RunStreamRecord[] = [];
       for (const stream of streams.values()) {
-        if (stream.record.ended || stream.record.aliveUntil >= now) continue;
-        stream.chunks.push({ seq: Math.max(0, ...stream.chunks.map((chunk) => chunk.seq)) + 1, frames });
-        stream.record = { ...stream.record, ended: true };
-        cancelRun(stream.record.runId, now, error);
+        if (current(stream).ended || stream.record.aliveUntil >= now) continue;
+        endNow(stream.record.runId, null, now);
+        endRun(stream.record.runId, "cancelled", now, error);
         ended.push({ ...stream.record });
       }
       return ended;
     },
     async prune(before) {
       checkOpen();
-      for (const [runId, stream] of streams) if (stream.record.ended && stream.record.aliveUntil < before) streams.delete(runId);
+      // The chunks only: the stream, like its run's row, stays.
+      for (const stream of streams.values()) {
+        current(stream);
+        if (stream.endedAt !== null && stream.endedAt < before) stream.chunks = [];
+      }
     },
   };
 }

@@ -215,21 +215,26 @@ export function memoryStorage(): Storage {
 
   // The run queue, statement by statement as the SQL stores run it.
 
-  /** Claims `ticket`'s turn if it is the one served; null when it is not its turn. */
-  function claim(input: BeginRunInput, ticket: number): ClaimedTurn | null {
+  /**
+   * Claims `ticket`'s turn if it is the one served; null when it is not its turn. `queued`
+   * when the run's row was written with its ticket (a recorded run that waited).
+   */
+  function claim(input: BeginRunInput, ticket: number, queued: boolean): ClaimedTurn | null {
     const id = input.conversation.id;
     const row = conversations.get(id);
     if (!row || row.serving !== ticket) return null;
     const claimed: ConversationRow = { ...row, nextTurn: row.nextTurn + 1, leaseUntil: input.leaseUntil, updatedAt: input.now };
     put(conversations, id, claimed);
-    const userMessage = storeClaim(input, ticket, claimed.nextTurn - 1);
+    const userMessage = storeClaim(input, ticket, claimed.nextTurn - 1, queued);
     return { conversation: rowToConversation(claimed), userMessage };
   }
 
-  /** What a claim stores: the user message at `turn` and the run's `running` row. */
-  function storeClaim(input: BeginRunInput, ticket: number, turn: number): MessageRecord {
+  /** What a claim stores: the user message at `turn` and the run's `running` row, or its start on the row written with its ticket. */
+  function storeClaim(input: BeginRunInput, ticket: number, turn: number, queued: boolean): MessageRecord {
     const userMessage = insertMessage(input.conversation.id, turn, input.userMessage);
-    insertRun(input.run, ticket);
+    const row = runs.get(input.run.id);
+    if (queued && row) put(runs, row.id, { ...row, startedAt: input.run.startedAt, completedAt: input.run.startedAt });
+    else insertRun(input.run, ticket);
     return userMessage;
   }
 
@@ -286,21 +291,29 @@ export function memoryStorage(): Storage {
         leaseUntil: input.leaseUntil,
       };
       insertConversation(row);
-      const userMessage = storeClaim(input, 0, 0);
+      const userMessage = storeClaim(input, 0, 0, false);
       return { ticket: 0, claimed: { conversation: rowToConversation(row), userMessage } };
     }
     const row = conversations.get(conversation.id);
     if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
     const ticket = row.nextTicket;
     put(conversations, row.id, { ...row, nextTicket: ticket + 1 });
-    if (row.serving !== ticket) return { ticket, claimed: null };
-    return { ticket, claimed: claim(input, ticket) };
+    if (row.serving !== ticket) {
+      // A recorded stream is findable from its first event: a run that waits has its row.
+      if (input.stream) insertRun(input.run, ticket);
+      return { ticket, claimed: null };
+    }
+    return { ticket, claimed: claim(input, ticket, false) };
   }
 
   const runStreams = memoryRunStreams(
-    (runId, at, error) => {
+    (runId, status, at, error) => {
       const run = runs.get(runId);
-      if (run && run.status === "running") put(runs, runId, { ...run, status: "cancelled", completedAt: at, error });
+      if (run && run.status === "running") put(runs, runId, { ...run, status, completedAt: at, error });
+    },
+    (runId) => {
+      const run = runs.get(runId);
+      return run && run.status !== "running" ? run.completedAt : null;
     },
     () => open(),
   );
@@ -383,7 +396,7 @@ export function memoryStorage(): Storage {
           if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: LAPSED });
           skipEndedTickets(conversation.id, serving + 1, input.claimUntil);
         }
-        return claim(input, ticket);
+        return claim(input, ticket, input.stream !== undefined);
       });
     },
 
@@ -421,7 +434,8 @@ export function memoryStorage(): Storage {
         put(conversations, row.id, updated);
         const first = row.nextTurn;
         const stored = input.messages.map((message, i) => insertMessage(conversation.id, first + i, message));
-        if (input.claimed) {
+        // A recorded run has its row from its ticket on, a run of another channel from its claim.
+        if (input.claimed || input.streamEnd !== undefined) {
           const running = runs.get(run.id);
           if (running) {
             put(runs, run.id, {
@@ -440,7 +454,7 @@ export function memoryStorage(): Storage {
         // The turn passed on when this ticket was the one served: skip tickets whose run
         // already ended (cancelled while waiting), unless nobody else is queued.
         if (updated.serving === ticket + 1 && updated.serving < updated.nextTicket) skipEndedTickets(conversation.id, updated.serving, input.claimUntil);
-        if (input.streamEnd) runStreams.appendNow(run.id, input.streamEnd, true);
+        if (input.streamEnd !== undefined) runStreams.endNow(run.id, input.streamEnd, run.completedAt);
         return stored;
       });
     },

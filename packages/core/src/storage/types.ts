@@ -203,9 +203,10 @@ export interface BeginRunInput {
   /** ISO 8601 time until which the turn is held unless renewed. */
   leaseUntil: string;
   /**
-   * Set on a channel with resumable streams: the run's stream is recorded from now, its
-   * `run_streams` row written with the ticket (see {@link RunStreamStore.open}); ignored by
-   * {@link Storage.claimTurn}.
+   * Set on a channel with resumable streams: the run's stream is recorded from now, so the
+   * run's row is written with its ticket even when it must wait for its turn. Given again to
+   * {@link Storage.claimTurn}, it says so: the claim updates that row (keeping the stream's
+   * lease), as {@link Storage.completeRun} does when the run ends before its turn.
    */
   stream?: { aliveUntil: string };
 }
@@ -244,8 +245,8 @@ export interface CompleteRunInput {
   liveChatUserTurn?: number;
   /** ISO 8601 time until which the next ticket may claim its turn before it is taken over. */
   claimUntil: string;
-  /** A recorded stream's last chunk, written with the outcome and ending the stream (see {@link RunStreamStore.append}). */
-  streamEnd?: RunStreamChunk;
+  /** A recorded stream's last events (SSE frames), written with the outcome: the stream ends with its run. */
+  streamEnd?: string;
 }
 
 /**
@@ -315,15 +316,17 @@ export interface LiveFeed {
 }
 
 /**
- * A streamed run recorded on a channel with resumable streams, so that a client reconnecting
- * to any instance gets its whole stream: its events in chunks, each one write.
+ * A run recorded on a channel with resumable streams, so that a client reconnecting to any
+ * instance gets its whole stream. The stream is its run's: it opens with the run's ticket
+ * ({@link BeginRunInput.stream}) and ends when the run does, its last events written with
+ * the outcome ({@link CompleteRunInput.streamEnd}).
  */
 export interface RunStreamRecord {
   runId: string;
   conversationId: string;
   /** ISO 8601 time the stream opened (its `data-run` event, made from its ids: chunks start at 1). */
   startedAt: string;
-  /** Whether its last event (`finish` or `error`) is recorded. */
+  /** Whether its run ended (it is no longer `running`). */
   ended: boolean;
   /** ISO 8601 time until which the instance running it vouches for it; renewed while it runs. */
   aliveUntil: string;
@@ -340,28 +343,37 @@ export interface RunStreamChunk {
 
 /**
  * Where streams of resumable channels are recorded, shared by every instance on the
- * database (see docs/streaming.md). A chunk is written per batch of events, not per event.
+ * database (see docs/streaming.md). A run whose stream ends within one flush writes nothing
+ * here: its stream opens and ends in the run's own writes. A longer one writes a chunk per
+ * batch of events, not per event.
  */
 export interface RunStreamStore {
-  /** Records a new stream (a run's {@link Storage.beginRun} does it with its ticket, when asked). */
-  open(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): Promise<void>;
-  /** Appends chunk `seq`; with `end`, marks the stream ended in the same write. */
-  append(runId: string, seq: number, frames: string, end: boolean): Promise<void>;
-  /** The conversation's most recently opened stream that has not ended, or null. */
+  /** Appends chunk `seq` (1, 2, ...) to the stream of a run in flight. */
+  append(runId: string, seq: number, frames: string): Promise<void>;
+  /**
+   * Ends the stream of a run whose completion could not be stored: `frames` are its last
+   * events, and the run, if still `running`, is stored `error` with `error` at `at`.
+   */
+  end(runId: string, frames: string, at: string, error: string): Promise<void>;
+  /** The conversation's most recent recorded run still in flight (the highest ticket), or null. */
   findLive(conversationId: string): Promise<RunStreamRecord | null>;
-  /** The stream, and its chunks after `afterSeq` in order; null when no such stream is kept. */
-  read(runId: string, afterSeq: number): Promise<{ stream: RunStreamRecord; chunks: RunStreamChunk[] } | null>;
+  /**
+   * The stream, its chunks after `afterSeq` in order and, once it ended, its last events
+   * (`last`: null while it runs, or when it ended without them, its instance having
+   * stopped); null when the run is not recorded. A stream read as ended has all its chunks.
+   */
+  read(runId: string, afterSeq: number): Promise<{ stream: RunStreamRecord; chunks: RunStreamChunk[]; last: string | null } | null>;
   /** Extends the `aliveUntil` of these streams (those not ended); returns the ids of those whose cancel was asked for. */
   renew(runIds: string[], aliveUntil: string): Promise<string[]>;
   /** Asks for the stream's run to be cancelled; false when it has ended (or is unknown). */
   requestCancel(runId: string, at: string): Promise<boolean>;
   /**
    * Ends every stream not renewed since its `aliveUntil` passed before `now` (its instance
-   * stopped): appends `frames` as its last chunk (after its last, or as chunk 1), and stores its run `cancelled` with `error`
-   * if the run is still `running`. Returns the streams it ended.
+   * stopped): its run is stored `cancelled` with `error` at `now`, without last events.
+   * Returns the streams it ended; of instances sweeping at once, one ends each.
    */
-  endLapsed(now: string, frames: string, error: string): Promise<RunStreamRecord[]>;
-  /** Deletes the streams that ended, and their chunks, whose `aliveUntil` is before `before`. */
+  endLapsed(now: string, error: string): Promise<RunStreamRecord[]>;
+  /** Deletes the chunks of streams whose run ended before `before`. */
   prune(before: string): Promise<void>;
 }
 

@@ -6,22 +6,24 @@ import type { RunOutcome } from "../runs/outcome.js";
 import type { StartedRun } from "../runs/start.js";
 import { isoTimestamp } from "../runs/timestamp.js";
 import { closingFrame, dataRunFrame, UI_STREAM_HEADERS, uiMessageStream } from "../runs/ui-stream.js";
-import type { ChannelRecord, LiveFeed, RunStreamChunk, RunStreamRecord, RunStreamStore } from "../storage/types.js";
+import type { ChannelRecord, LiveFeed, RunStreamRecord, RunStreamStore } from "../storage/types.js";
 
 /** Longest a recorded stream's events wait before they are written, in ms: the cost is one write per this much streaming, not one per event. */
 const FLUSH_MS = 50;
-/** How long an ended stream is kept for followers still reading it, in ms. */
+/** How long the chunks of an ended stream are kept for followers still reading it, in ms. */
 const KEEP_ENDED_MS = 60_000;
 /** How often a follower on another instance than the run's reads what was recorded, in ms (one indexed read). */
 const FOLLOW_POLL_MS = 100;
 
-/** The largest chunk number (a 32-bit integer column): reading after it reads the stream alone. */
+/** The largest chunk number (a 32-bit integer column): reading after it reads the stream and its last events alone. */
 const LAST_SEQ = 2 ** 31 - 1;
 
-/** The last event of a stream whose instance stopped before it ended. */
+/** The last event of a stream whose instance stopped before it ended (no last events were recorded). */
 const LOST_FRAME = `data: ${JSON.stringify({ type: "error", errorText: "The reply was interrupted: the server running it stopped." })}\n\n`;
 /** Why its run is stored `cancelled`. */
 const LOST_ERROR = "The run was abandoned: the instance running it stopped before it ended.";
+/** Why a run is stored `error` when its outcome could not be, though its stream's end was. */
+const UNSTORED_ERROR = "The run's outcome could not be stored.";
 
 /** The feed topic on which an instance asks the one running a stream to cancel its run (the message is the run id). */
 const CANCEL_TOPIC = "run-cancel";
@@ -138,7 +140,7 @@ export class RunStreams {
     if (!store) return noContent();
     let live = await store.findLive(conversationId);
     if (live && live.aliveUntil < isoTimestamp(Date.now())) {
-      await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
+      await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR);
       live = await store.findLive(conversationId);
     }
     if (!live || this.#closed) return noContent();
@@ -207,10 +209,11 @@ export class RunStreams {
             after = chunk.seq;
           }
           if (!found || found.stream.ended) {
+            stream.push(found?.last ?? LOST_FRAME);
             stream.end();
             return;
           }
-          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
+          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR);
         } while (again && !stream.ended);
       } catch (error) {
         this.#logger.warn(`channelkit: a resumed stream could not read run ${live.runId}`, error);
@@ -275,7 +278,7 @@ export class RunStreams {
       const local = [...this.#recording.keys()];
       const cancelled = await store.renew(local, isoTimestamp(Date.now() + this.#leaseMs));
       for (const runId of cancelled) this.#recording.get(runId)?.cancel();
-      await store.endLapsed(isoTimestamp(Date.now()), LOST_FRAME, LOST_ERROR);
+      await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR);
       await store.prune(isoTimestamp(Date.now() - KEEP_ENDED_MS));
     } catch (error) {
       if (!this.#closed) this.#logger.warn("channelkit: resumable streams could not be renewed or swept", error);
@@ -311,15 +314,14 @@ class Recording implements StreamEnding {
     this.started.cancel(new DOMException("The run was cancelled.", "AbortError"));
   }
 
-  async lastChunk(outcome: RunOutcome): Promise<RunStreamChunk> {
+  async lastEvents(outcome: RunOutcome): Promise<string> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#writing;
-    return { seq: this.#seq + 1, frames: this.#pending.join("") + closingFrame(outcome) };
+    return this.#pending.join("") + closingFrame(outcome);
   }
 
   stored(): void {
-    this.#seq += 1;
     this.#pending = [];
     this.#storedWithRun = true;
     this.written();
@@ -365,7 +367,8 @@ class Recording implements StreamEnding {
         const frames = this.#pending.join("");
         this.#pending = [];
         try {
-          await this.store.append(this.started.runId, this.#seq + 1, frames, end);
+          if (end) await this.store.end(this.started.runId, frames, isoTimestamp(Date.now()), UNSTORED_ERROR);
+          else await this.store.append(this.started.runId, this.#seq + 1, frames);
         } catch (error) {
           this.#pending.unshift(frames);
           this.logger.warn(`channelkit: the stream of run ${this.started.runId} could not be recorded`, error);
