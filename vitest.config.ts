@@ -17,6 +17,7 @@ export default defineConfig({
       "@channelkit/fastify": src("fastify"),
       "@channelkit/hono": src("hono"),
       "@channelkit/ai": src("ai"),
+      "@channelkit/client": src("client"),
       "@channelkit/widget/plugin": src("widget", "plugin"),
       "@channelkit/widget": src("widget"),
       "@channelkit/testkit/storage": src("testkit", "storage"),
