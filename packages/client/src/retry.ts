@@ -34,7 +34,12 @@ export type RetryPolicy = Required<RetryOptions>;
 /** The policy of `retry`: `false` is no retry at all. */
 export function retryPolicy(retry: RetryOptions | false | undefined): RetryPolicy {
   if (retry === false) return { maxRetries: 0, baseDelayMs: 0, maxDelayMs: 0, unsafe: false };
-  return { maxRetries: 2, baseDelayMs: 500, maxDelayMs: 30_000, unsafe: false, ...retry };
+  return {
+    maxRetries: retry?.maxRetries ?? 2,
+    baseDelayMs: retry?.baseDelayMs ?? 500,
+    maxDelayMs: retry?.maxDelayMs ?? 30_000,
+    unsafe: retry?.unsafe ?? false,
+  };
 }
 
 /** The backoff before retry `attempt` (0 for the first): `base * 2^attempt`, between half and all of it, capped. */

@@ -91,7 +91,13 @@ export class ChannelkitStream implements AsyncIterable<UIMessageChunk> {
     this.run = first?.type === "data-run" ? first.data : null;
   }
 
-  /** Reads the first chunk of a streamed answer. */
+  /**
+   * A stream of a UI message stream answer fetched some other way (a `200` with
+   * `text/event-stream`): resolves once its first chunk is read. The client's methods use it.
+   *
+   * @param response - The answer, its body not yet read.
+   * @param signal - The signal the request was sent with, so that an abort reads as one.
+   */
   static async open(response: Response, signal: AbortSignal | undefined): Promise<ChannelkitStream> {
     if (!response.body) throw new ChannelkitError({ status: response.status, code: "invalid_response", message: "The stream's answer has no body." });
     const reader = response.body.getReader();
