@@ -38,6 +38,7 @@ describe("service.routes", () => {
         { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/cancel" },
         { method: "POST", path: "/chat/public/widget/chat/:chat_id/cancel" },
         { method: "GET", path: "/chat/ping" },
+        { method: "GET", path: "/chat/public/v1/openapi.json" },
       ]);
       expect(Object.isFrozen(service.routes)).toBe(true);
       const answered = await service.handler(new Request("http://host.test/chat/ping"));

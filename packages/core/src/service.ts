@@ -12,7 +12,7 @@ import { isServiceError, ServiceError } from "./http/errors.js";
 import { fromResponse, type IncomingRequest, type Reply, toResponse } from "./http/reply.js";
 import { errorReply } from "./http/respond.js";
 import { pathnameOf, pathWithin } from "./http/pathname.js";
-import { Router } from "./http/router.js";
+import { type Route, Router } from "./http/router.js";
 import { inProcessFeed } from "./livechat/feed.js";
 import { LiveChat } from "./livechat/live-chat.js";
 import type { LiveChatProvider } from "./livechat/provider.js";
@@ -20,6 +20,8 @@ import { trustedHops, type TrustProxy } from "./ratelimit/address.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
 import { DEFAULT_RATE_LIMITS, serviceRateLimitsSchema, type ServiceRateLimits } from "./ratelimit/rules.js";
 import { memoryRateLimitStore, type RateLimitStore } from "./ratelimit/store.js";
+import { openApiDocument } from "./openapi/document.js";
+import { openApiRoute } from "./openapi/route.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import { RunStreams } from "./streams/run-streams.js";
 import type { ChannelPlugin } from "./plugins.js";
@@ -80,6 +82,12 @@ export interface ChannelServiceOptions {
    * header and pick its own address.
    */
   trustProxy?: TrustProxy;
+  /**
+   * Whether the service answers `GET /public/v1/openapi.json` (under its `basePath`) with the
+   * OpenAPI 3.1 document of the routes it mounts (default `true`). `false` leaves the route
+   * out (a 404 like any unknown path); `openApiDocument()` still makes the document.
+   */
+  openapi?: boolean;
 }
 
 /** The `rateLimits` option: {@link ServiceRateLimits} to replace, and where to count. */
@@ -189,13 +197,17 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
   const builtIn = [apiChannel(), webhookChannel(), widgetChannel(), ...(options.livechat ? [options.livechat] : [])];
+  const mounted: { method: string; path: string }[] = [];
+  const mount = (route: Route<ServiceContext>) => {
+    router.add(route);
+    mounted.push({ method: route.method, path: route.path });
+    routes.push(Object.freeze({ method: route.method.toUpperCase(), path: basePath + route.path }));
+  };
   for (const plugin of [...builtIn, ...(options.plugins ?? [])]) {
     if ("init" in plugin && plugin.init) await plugin.init(ctx);
-    for (const route of plugin.routes ?? []) {
-      router.add(route);
-      routes.push(Object.freeze({ method: route.method.toUpperCase(), path: basePath + route.path }));
-    }
+    for (const route of plugin.routes ?? []) mount(route);
   }
+  if (options.openapi !== false) mount(openApiRoute(() => openApiDocument({ routes: mounted, basePath })));
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
     if (connection?.clientAddress) ctx.limits.remember(request, connection.clientAddress);

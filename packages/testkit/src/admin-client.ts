@@ -1,6 +1,7 @@
 import { type JWTPayload, SignJWT } from "jose";
 import { expect } from "vitest";
 import type { Harness } from "./harness.js";
+import { fetch } from "./conformance.js";
 
 /** Path of a channel's admin route: its view and settings, or one of its operations. */
 export function channelAdminPath(channelId: string, operation?: "rotate-key" | "rotate-signing-secret"): string {

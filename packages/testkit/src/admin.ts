@@ -4,6 +4,7 @@ import { execute, expectAccepted, expectError, runJson } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { signatureHeader } from "./signing.js";
 import { readSse } from "./sse.js";
+import { fetch } from "./conformance.js";
 
 const HELLO = { payload: "hello", stream: false };
 

@@ -1,6 +1,7 @@
 import { expect } from "vitest";
 import type { RunRecord, Storage } from "@channelkit/core";
 import type { Harness } from "./harness.js";
+import { fetch } from "./conformance.js";
 
 /** Path of the execute route. */
 export const EXECUTE_PATH = "/public/v1/api/execute";

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { EXECUTE_PATH, execute, expectError, history, historyPath, runJson, unknownKey } from "./client.js";
 import type { Harness } from "./harness.js";
 import { readSse } from "./sse.js";
+import { fetch } from "./conformance.js";
 
 const APP = "https://app.example.com";
 

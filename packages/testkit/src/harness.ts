@@ -1,5 +1,6 @@
 import type { ChannelView, CreateChannelInput, UpdateChannelInput } from "@channelkit/core";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import { takeViolations, unwatchTarget, watchTarget } from "./conformance.js";
 import type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
 
 /** A channel provisioned for one test, with its key and signing secret in clear. */
@@ -18,6 +19,10 @@ type ChannelSpec = Omit<CreateChannelInput, "tenantId"> & { tenantId?: string };
  * One running target shared by the tests of a `describe` block: started before its first
  * test, closed after its last. Every test provisions its own tenants and channels, so tests
  * never see each other's data even though they share a database.
+ *
+ * Every answer of the target that a test receives through the suite's `fetch` is checked
+ * against the OpenAPI document (`docs/openapi.json`, see `conformance.ts`): a test fails
+ * when one does not conform, or after it when an event stream it read did not.
  */
 export class Harness {
   #running: RunningTarget | undefined;
@@ -25,8 +30,14 @@ export class Harness {
   constructor(target: ContractTarget, options: ContractTargetOptions = {}) {
     beforeAll(async () => {
       this.#running = await target.start(options);
+      watchTarget(this.#running.url);
+    });
+    afterEach(() => {
+      const violations = takeViolations();
+      expect(violations, `answers that do not conform to the OpenAPI document (docs/openapi.json):\n${violations.join("\n")}`).toEqual([]);
     });
     afterAll(async () => {
+      if (this.#running) unwatchTarget(this.#running.url);
       await this.#running?.close();
       this.#running = undefined;
     });

@@ -5,6 +5,7 @@ import { execute, expectError, expectNoConversation, ISO_TIMESTAMP, readHistory,
 import type { Harness, TestChannel } from "./harness.js";
 import { readSse } from "./sse.js";
 import { webhookPost } from "./webhook.js";
+import { fetch } from "./conformance.js";
 
 const INBOX = "/api/v1/livechat";
 const eventsPath = (id: string) => `/public/v1/api/conversations/${encodeURIComponent(id)}/events`;

@@ -3,6 +3,7 @@ import { adminFetch, adminOk, channelAdminPath, tokenFor } from "./admin-client.
 import { execute, expectError, history } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { webhookPost } from "./webhook.js";
+import { fetch } from "./conformance.js";
 
 const APP = "https://rate.example";
 

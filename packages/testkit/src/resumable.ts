@@ -5,6 +5,7 @@ import { execute, expectError, expectNoConversation, readHistory, runJson, store
 import type { Harness, TestChannel } from "./harness.js";
 import { SseFrames } from "./frames.js";
 import { readSse, readWithAiSdk, streamedText } from "./sse.js";
+import { fetch } from "./conformance.js";
 
 /** What the `slow` flow says, one `text-delta` per word, 100 ms apart. */
 const WORDS = Array.from({ length: 50 }, (_, i) => (i === 49 ? `word${i + 1}` : `word${i + 1} `));

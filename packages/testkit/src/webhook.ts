@@ -3,6 +3,7 @@ import { adminOk, channelAdminPath, tokenFor } from "./admin-client.js";
 import { execute, expectError, ISO_TIMESTAMP, UUID } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { signatureHeader } from "./signing.js";
+import { fetch } from "./conformance.js";
 
 /** Path of a webhook route. */
 export function webhookPath(clientId: string, route: "startConversation" | "newMessage"): string {

@@ -4,6 +4,7 @@ import { adminOk, channelAdminPath, tokenFor } from "./admin-client.js";
 import { expectError, readHistory, UUID } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { readSse, runIds, streamedText } from "./sse.js";
+import { fetch } from "./conformance.js";
 
 const CONFIG_PATH = "/public/widget/config";
 const CHAT_PATH = "/public/widget/chat";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { widgetSettingsSchema } from "../channels/widget/settings.js";
 import { integerParam } from "../http/validate.js";
-import { channelRateLimitsSchema, channelRateLimitsWireSchema } from "../ratelimit/rules.js";
+import { channelRateLimitsSchema, channelRateLimitsViewSchema, channelRateLimitsWireSchema } from "../ratelimit/rules.js";
 
 const environment = z.enum(["prod", "dev", "staging"]);
 const origin = z.string().refine((value) => {
@@ -142,4 +142,76 @@ export const auditRouteQuerySchema = z.strictObject({
   channel_id: z.string().min(1, "channel_id must not be empty").optional(),
   limit: integerParam("limit", 1, 200, 50),
   cursor: z.string().min(1, "cursor must not be empty").optional(),
+});
+
+/** A channel as the admin routes show it (`channelView`): never the key, never the signing secret. */
+export const channelViewSchema = z.object({
+  id: z.uuid(),
+  tenant_id: z.uuid(),
+  name: z.string().nullable(),
+  type: z.enum(["api", "webhook"]),
+  mode: z.enum(["server", "public"]).meta({ description: "`server` takes `svc_live_`/`svc_test_` keys, `public` takes `svc_pub_` keys." }),
+  environment,
+  state: z.enum(["active", "inactive", "archived"]),
+  flow: z.string().meta({ description: "The name of the flow the channel runs." }),
+  api_key_hint: z.string().meta({ description: "The key's prefix, `****` and its last four characters." }),
+  has_signing_secret: z.boolean(),
+  config: z.object({ require_signature: z.boolean() }),
+  allowed_origins: z.array(z.string()),
+  default_stream: z.boolean(),
+  widget: widgetSettingsSchema.meta({ description: "What the channel's chat widget overrides of its defaults." }),
+  livechat: z.object({ status_messages: statusMessages, wait_timeout_seconds: z.int().nullable().meta({ description: "null: 600 s." }) }),
+  run_timeout_seconds: z.int().nullable().meta({ description: "How long a run may last before it is stopped as an error; null: 300 s." }),
+  resumable_streams: z.boolean(),
+  rate_limits: channelRateLimitsViewSchema.meta({ description: "The channel's own rate limits; a name left out takes the service's." }),
+  client_id: z.string().optional().meta({ description: "Webhook channels only: the `client_id` of their routes." }),
+  languages: z.array(z.string()).optional().meta({ description: "Webhook channels only." }),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+
+/** `GET /api/v1/channels/{channel_id}`. */
+export const getChannelResponseSchema = z.object({ channel: channelViewSchema });
+
+/** `PATCH /api/v1/channels/{channel_id}`: `signing_secret` only when `config.require_signature` went from false to true. */
+export const updateChannelResponseSchema = z.object({
+  channel: channelViewSchema,
+  signing_secret: z.string().optional().meta({ description: "The signing secret in clear, shown this once." }),
+});
+
+/** `POST /api/v1/channels/{channel_id}/rotate-key`. */
+export const rotateKeyResponseSchema = z.object({
+  api_key: z.string().meta({ description: "The new key in clear, shown this once; the previous key is revoked." }),
+  channel: z.object({ id: z.uuid(), api_key_hint: z.string() }),
+});
+
+/** `POST /api/v1/channels/{channel_id}/rotate-signing-secret`. */
+export const rotateSigningSecretResponseSchema = z.object({
+  signing_secret: z.string().meta({ description: "The new secret in clear, shown this once; the previous one no longer verifies." }),
+  channel: z.object({ id: z.uuid(), has_signing_secret: z.literal(true) }),
+});
+
+/** One entry of the audit trail (`auditView`). */
+export const auditEventSchema = z.object({
+  id: z.string(),
+  timestamp: z.iso.datetime(),
+  tenant_id: z.uuid().nullable(),
+  channel_id: z.uuid().nullable(),
+  actor: z
+    .string()
+    .nullable()
+    .meta({ description: "The admin token's `sub` (`development` in development mode), the name given to `admin.as()`, `cli`, or `service`." }),
+  via: z.enum(["http", "service"]),
+  operation: z.enum(["create_tenant", "create_channel", "update_channel", "rotate_key", "rotate_signing_secret"]),
+  changes: z
+    .record(z.string(), z.object({ from: z.unknown(), to: z.unknown() }))
+    .meta({ description: "What changed, by channel field: never a key or a secret." }),
+  outcome: z.enum(["success", "failure"]),
+  error_code: z.string().nullable().meta({ description: "The error code of a refused operation." }),
+});
+
+/** `GET /api/v1/audit`: a page of the audit trail, newest first. */
+export const auditPageSchema = z.object({
+  events: z.array(auditEventSchema),
+  next_cursor: z.string().nullable().meta({ description: "Pass it back as `cursor` for the next page; null on the last." }),
 });

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { MessageRecord } from "../storage/types.js";
 
 /** A stored message as the contract shows it: history, the live-chat subscription and providers all use this shape. */
@@ -21,3 +22,32 @@ export function messageView(message: MessageRecord) {
 
 /** The JSON shape of {@link messageView}. */
 export type MessageView = ReturnType<typeof messageView>;
+
+/** A tool call on a stored message, in the service's format. */
+export const toolCallSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.unknown().meta({ description: "The call's arguments as the model gave them (usually an object)." }),
+});
+
+/** {@link messageView} as a schema: what history, the live-chat routes and the inbox answer for a message. */
+export const messageViewSchema = z
+  .object({
+    origin: z.enum(["agent", "livechat"]).meta({ description: "`agent` (produced by a run) or `livechat` (the human side, or the user writing to it)." }),
+    role: z.enum(["user", "assistant", "system", "tool"]),
+    content: z.string(),
+    timestamp: z.iso.datetime().meta({ description: "ISO 8601, UTC." }),
+    turn_index: z.int().min(0).meta({ description: "Position in the conversation, from 0, contiguous." }),
+    token_count: z.int().min(0).meta({ description: "Estimated tokens of the message." }),
+    run_id: z.uuid().nullable().meta({ description: "Set only when `origin` is `agent`." }),
+    step_id: z.string().nullable().meta({ description: "Set only when `origin` is `agent`." }),
+    node_type: z.string().nullable().meta({ description: "The executing node's type, only when `origin` is `agent`." }),
+    tool_calls: z.array(toolCallSchema).nullable(),
+    tool_call_id: z.string().nullable().meta({ description: "The tool call a `tool` message answers." }),
+    livechat_message_id: z.string().nullable().meta({ description: "Set only when `origin` is `livechat`." }),
+    sender: z
+      .enum(["user", "agent", "supervisor", "bot", "system"])
+      .nullable()
+      .meta({ description: "The raw live-chat sender, only when `origin` is `livechat`." }),
+  })
+  .meta({ description: "A message of a conversation, oldest first in every list." });

@@ -10,10 +10,14 @@ export function validate<Schema extends z.ZodType>(schema: Schema, input: unknow
   throw new ServiceError("validation_error", message, { details });
 }
 
-/** An integer query parameter from `min` to `max`, `fallback` when absent. */
+/**
+ * An integer query parameter from `min` to `max`, `fallback` when absent. Its JSON Schema
+ * (the OpenAPI document's) is the integer it stands for, not the string it is sent as.
+ */
 export const integerParam = (name: string, min: number, max: number, fallback: number) =>
   z
     .string()
+    .meta({ type: "integer", minimum: min, maximum: max, default: fallback })
     .optional()
     .transform((value, ctx) => {
       if (value === undefined) return fallback;

@@ -126,6 +126,14 @@ export const serviceRateLimitsSchema = channelRateLimitsSchema.extend({
   admin: setting.optional(),
 });
 
+/** {@link channelRateLimitsView} as a schema: the channel's overrides in the wire's names, each a rule or `false` (no limit). */
+export const channelRateLimitsViewSchema = z.strictObject(
+  Object.fromEntries(Object.values(CHANNEL_LIMITS).map((name) => [name, z.union([wireRule, z.literal(false)]).optional()])) as Record<
+    (typeof CHANNEL_LIMITS)[keyof typeof CHANNEL_LIMITS],
+    z.ZodOptional<z.ZodUnion<[typeof wireRule, z.ZodLiteral<false>]>>
+  >,
+);
+
 /** A channel's overrides in the wire's names, as the admin shows them. */
 export function channelRateLimitsView(limits: ChannelRateLimits): Record<string, { requests: number; window_seconds: number } | false> {
   const view: Record<string, { requests: number; window_seconds: number } | false> = {};

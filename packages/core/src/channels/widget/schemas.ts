@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { metadataSchema } from "../api/schemas.js";
 import { userText } from "../user-text.js";
+import { widgetFeaturesSchema, widgetStringsSchema, widgetThemeSchema } from "./settings.js";
 
 /** Query of `GET /public/widget/config`. */
 export const widgetConfigQuerySchema = z.object({
@@ -39,4 +40,17 @@ export const widgetChatRequestSchema = z.object({
   payload: userText("payload"),
   conversation_id: z.uuid({ error: "conversation_id must be a UUID" }).optional(),
   metadata,
+});
+
+/** What `GET /public/widget/config` answers: the defaults of the locale, overlaid with the channel's settings. */
+export const widgetConfigResponseSchema = z.object({
+  channel_id: z.uuid(),
+  locale: z
+    .string()
+    .meta({ description: "The requested locale when the channel has it, else the best match of `Accept-Language`, else the channel's first language." }),
+  languages: z.array(z.string()),
+  strings: widgetStringsSchema,
+  theme: widgetThemeSchema,
+  features: widgetFeaturesSchema,
+  default_stream: z.boolean(),
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { liveChatSender, livechatConversationIdSchema } from "../schemas.js";
+import { agentMessageResponseSchema, liveChatSender, liveChatStateResponseSchema, livechatConversationIdSchema } from "../schemas.js";
 import { userText } from "../../channels/user-text.js";
 
 const conversationId = z.string("conversation_id is required").min(1, "conversation_id is required");
@@ -39,3 +39,6 @@ export const bridgeOptionsSchema = z.strictObject({
   fetch: z.custom<typeof fetch>((value) => typeof value === "function", "fetch must be a function").optional(),
   available: z.custom<(conversation: unknown) => unknown>((value) => typeof value === "function", "available must be a function").optional(),
 });
+
+/** What `POST /api/v1/livechat/bridge/events` answers: the conversation's live chat as it is now, or `{ message }` for a message. */
+export const bridgeEventResponseSchema = z.union([liveChatStateResponseSchema, agentMessageResponseSchema]);

@@ -1,0 +1,301 @@
+import { z } from "zod";
+import { ERROR_CODES } from "../http/errors.js";
+import { componentSchemas, inlineSchema, type JsonSchema, ref } from "./components.js";
+import { codesWithStatus, statusesOf } from "./errors.js";
+import { type HeaderName, OPERATIONS, type OperationSpec, type ParameterSpec, type SuccessSpec, TAGS } from "./operations.js";
+
+/** An OpenAPI 3.1 document, as plain JSON. */
+export interface OpenApiDocument {
+  openapi: "3.1.1";
+  info: { title: string; version: string; description: string; license: { name: string; identifier: string } };
+  servers?: { url: string; description?: string }[];
+  tags: { name: string; description: string }[];
+  paths: Record<string, Record<string, unknown>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, unknown>;
+    headers: Record<string, unknown>;
+    securitySchemes: Record<string, unknown>;
+  };
+}
+
+/** Options of {@link openApiDocument}. */
+export interface OpenApiDocumentOptions {
+  /**
+   * Only the operations of these routes (method and path as the service's router holds
+   * them, `:name` for a parameter, without the `basePath`): what one service mounts. Every
+   * route of channelkit and of its plugins when absent.
+   */
+  routes?: readonly { method: string; path: string }[];
+  /** The service's `basePath`, written as the document's server, e.g. `/chat`. */
+  basePath?: string;
+}
+
+/**
+ * The OpenAPI 3.1 document of channelkit's HTTP routes, generated from the zod schemas the
+ * service validates requests and writes answers with: every route, parameter, body, answer,
+ * header, security scheme, error code per route, and the events of its server-sent event
+ * streams. Without options it describes every route of the service and of channelkit's
+ * plugins (`adminApi()`, `liveChatInbox()`, `liveChatWebhookBridge()`, `widgetAsset()`):
+ * this is `docs/openapi.json`. A service serves its own at `GET /public/v1/openapi.json`.
+ *
+ * @example
+ * import { openApiDocument } from "@channelkit/core";
+ * const document = openApiDocument(); // the whole document, as docs/openapi.json holds it
+ */
+export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenApiDocument {
+  const mounted = options.routes ? new Set(options.routes.map((route) => routeKey(route.method, route.path))) : null;
+  const operations = OPERATIONS.filter((operation) => mounted === null || mounted.has(routeKey(operation.method, operation.path)));
+  const paths: OpenApiDocument["paths"] = {};
+  for (const operation of operations) {
+    paths[operation.path] = { ...paths[operation.path], [operation.method]: operationObject(operation) };
+  }
+  const usedTags = new Set(operations.map((operation) => operation.tag));
+  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
+  return {
+    openapi: "3.1.1",
+    info: {
+      title: "channelkit",
+      version: "1",
+      description: DESCRIPTION,
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    ...(basePath ? { servers: [{ url: basePath, description: "The service's basePath" }] } : {}),
+    tags: Object.entries(TAGS)
+      .filter(([key]) => usedTags.has(key as OperationSpec["tag"]))
+      .map(([, tag]) => ({ ...tag })),
+    paths,
+    components: {
+      schemas: componentSchemas(),
+      responses: {
+        RateLimited: errorResponse("Over a rate limit (a failed authentication past its limit too): retry after `Retry-After` seconds.", ["rate_limited"], {
+          ...corsHeaders(false),
+          "Access-Control-Expose-Headers": header("Access-Control-Expose-Headers"),
+          "Retry-After": header("Retry-After", true),
+          RateLimit: header("RateLimit", true),
+          "RateLimit-Policy": header("RateLimit-Policy", true),
+        }),
+        RuntimeError: errorResponse("A failure of the service itself (database down, a bug); a flow's failure is a run outcome instead.", ["runtime_error"]),
+      },
+      headers: HEADERS,
+      securitySchemes: SECURITY_SCHEMES,
+    },
+  };
+}
+
+/** The document as `docs/openapi.json` holds it (before the formatter). */
+export function openApiText(document: OpenApiDocument = openApiDocument()): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
+
+/** `GET /a/:b` and `get /a/{b}` alike: an operation's key. */
+export function routeKey(method: string, path: string): string {
+  return `${method.toUpperCase()} ${path.replace(/:([^/]+)/g, "{$1}")}`;
+}
+
+const DESCRIPTION = [
+  "The HTTP routes of a channelkit service: the API channel (execute, history), the widget, the webhook channel, the live chat, the resumable streams, and the routes of channelkit's plugins (`adminApi()`, `liveChatInbox()`, `liveChatWebhookBridge()`, `widgetAsset()`), each marked `x-channelkit-plugin`. Generated from the zod schemas the service validates and answers with; the contract suite checks every answer it receives against it.",
+  "",
+  'Errors answer `{ "error": { "code", "message" } }` with the status of the code (the codes each route may answer are listed with it), except the `{ "detail" }` 404 of history and the routes beside it. Any route may also answer `429 rate_limited` when it counts a request, and `500 runtime_error`. A path the service does not have is `404 not_found`; a method it does not take there, `405 method_not_allowed` with `Allow`. Behind `@channelkit/node` (`channelkit serve`), what the HTTP parser refuses is `400 bad_request`, `408 request_timeout` or `431 headers_too_large`, in the envelope.',
+  "",
+  "A request with an `Origin` gets it back in `Access-Control-Allow-Origin` (with `Vary: Origin`), on every answer; credentials are never allowed.",
+].join("\n");
+
+/** The response headers, by component name. */
+const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
+  "Access-Control-Allow-Origin": { description: "The request's `Origin`, when it sent one (printable ASCII).", schema: { type: "string" } },
+  Vary: { description: "`Origin`, when the request sent one.", schema: { type: "string" } },
+  "Access-Control-Expose-Headers": {
+    description: "`Retry-After, RateLimit, RateLimit-Policy`, when the request sent an `Origin` and was counted.",
+    schema: { type: "string" },
+  },
+  RateLimit: {
+    description:
+      'What is left of each limit the request was counted against (IETF RateLimit fields): `"<policy>";r=<remaining>;t=<seconds to reset>`, comma-separated.',
+    schema: inlineSchema(z.string().regex(/^"[a-z_]+";r=\d+;t=\d+(, "[a-z_]+";r=\d+;t=\d+)*$/)),
+  },
+  "RateLimit-Policy": {
+    description: 'Each limit the request was counted against: `"<policy>";q=<requests>;w=<window seconds>`, comma-separated.',
+    schema: inlineSchema(z.string().regex(/^"[a-z_]+";q=\d+;w=\d+(, "[a-z_]+";q=\d+;w=\d+)*$/)),
+  },
+  "Retry-After": { description: "Seconds to wait before retrying.", schema: inlineSchema(z.string().regex(/^\d+$/)) },
+  "Access-Control-Allow-Headers": { description: "The request headers the route takes.", schema: { type: "string" } },
+  "Access-Control-Allow-Methods": { description: "The methods of the path.", schema: { type: "string" } },
+  "Access-Control-Max-Age": { description: "How long a browser may keep the preflight's answer, in seconds.", schema: { type: "string", const: "600" } },
+  "Cache-Control-Stream": { description: "`Cache-Control` of an event stream.", schema: { type: "string", const: "no-cache, no-transform" } },
+  "Cache-Control-No-Store": { description: "`Cache-Control`: never cached, since settings change at any time.", schema: { type: "string", const: "no-store" } },
+  "Cache-Control-Public": { description: "`Cache-Control`: cached publicly for 5 minutes.", schema: { type: "string", const: "public, max-age=300" } },
+  "X-Accel-Buffering": { description: "Tells nginx not to buffer the stream.", schema: { type: "string", const: "no" } },
+  "X-Vercel-AI-UI-Message-Stream": {
+    description: "Marks the AI SDK UI message stream, so that the AI SDK's client reads it unchanged.",
+    schema: { type: "string", const: "v1" },
+  },
+  ETag: { description: "The script's version.", schema: { type: "string" } },
+};
+
+/** The real name of a header component (some names tell apart two values of one header). */
+function headerName(component: string): string {
+  return component.startsWith("Cache-Control-") ? "Cache-Control" : component;
+}
+
+const SECURITY_SCHEMES = {
+  serverKey: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "svc_live_… or svc_test_…",
+    description:
+      "A channel's server key (`svc_live_` for `prod` channels, `svc_test_` for `dev` and `staging`): for servers only, never in a browser or an app. The key selects the channel.",
+  },
+  publishableKey: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "svc_pub_…",
+    description: "A channel's publishable key (`svc_pub_`), for browsers and apps: an `Origin`, when sent, must be one of the channel's `allowed_origins`.",
+  },
+  adminToken: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "An admin JWT (HS256 with the service's secret, or RS256/ES256 from its JWKS) whose `tenant_ids` (or `organization_id`) grants the tenant of `X-Tenant-ID`. Channel keys are refused. A development mode, when explicitly enabled, takes requests without a token (still with `X-Tenant-ID`).",
+  },
+  tenantId: { type: "apiKey", in: "header", name: "X-Tenant-ID", description: "The tenant the admin call acts on: 401 `missing_tenant` without it." },
+  bridgeSignature: {
+    type: "apiKey",
+    in: "header",
+    name: "X-Channelkit-Signature",
+    description: '`t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">` keyed with the bridge\'s secret, within 300 s of now.',
+  },
+};
+
+const SECURITY: Record<OperationSpec["security"], Record<string, string[]>[]> = {
+  channelKey: [{ serverKey: [] }, { publishableKey: [] }],
+  publishableKey: [{ publishableKey: [] }],
+  admin: [{ adminToken: [], tenantId: [] }],
+  bridge: [{ bridgeSignature: [] }],
+  none: [],
+};
+
+function operationObject(operation: OperationSpec): Record<string, unknown> {
+  return {
+    operationId: operation.operationId,
+    summary: operation.summary,
+    ...(operation.description ? { description: operation.description } : {}),
+    tags: [TAGS[operation.tag].name],
+    security: SECURITY[operation.security],
+    ...(operation.parameters?.length ? { parameters: operation.parameters.map(parameterObject) } : {}),
+    ...(operation.body
+      ? {
+          requestBody: {
+            required: operation.body.required,
+            ...(operation.body.description ? { description: operation.body.description } : {}),
+            content: { "application/json": { schema: ref(operation.body.component) } },
+          },
+        }
+      : {}),
+    responses: responsesOf(operation),
+    ...(operation.plugin ? { "x-channelkit-plugin": operation.plugin } : {}),
+  };
+}
+
+function parameterObject(parameter: ParameterSpec): Record<string, unknown> {
+  const schema = parameter.schema ? inlineSchema(parameter.schema) : { type: "string" };
+  return {
+    name: parameter.name,
+    in: parameter.in,
+    description: parameter.description,
+    required: parameter.required ?? false,
+    schema,
+  };
+}
+
+function responsesOf(operation: OperationSpec): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, success] of Object.entries(operation.responses)) responses[status] = successResponse(success, operation.counted === true);
+  const statuses = statusesOf(operation.errors);
+  if (operation.detailNotFound && !statuses.includes(404)) statuses.push(404);
+  for (const status of statuses.sort((a, b) => a - b)) {
+    if (status === 429) responses[status] = { $ref: "#/components/responses/RateLimited" };
+    else if (status === 500) responses[status] = { $ref: "#/components/responses/RuntimeError" };
+    else if (status === 404 && operation.detailNotFound) responses[status] = detailNotFoundResponse(operation);
+    else
+      responses[status] = errorResponse(
+        describeCodes(codesWithStatus(operation.errors, status)),
+        codesWithStatus(operation.errors, status),
+        corsHeaders(operation.counted === true),
+      );
+  }
+  return responses;
+}
+
+function successResponse(success: SuccessSpec, counted: boolean): Record<string, unknown> {
+  const headers: Record<string, unknown> = { ...corsHeaders(counted) };
+  for (const name of success.headers ?? []) headers[headerName(name)] = header(name, true);
+  for (const name of success.optionalHeaders ?? []) headers[headerName(name)] = header(name);
+  const content: Record<string, unknown> = {};
+  if (success.json) content["application/json"] = { schema: ref(success.json) };
+  if (success.sse) content["text/event-stream"] = { schema: ref(success.sse) };
+  if (success.other) content[success.other.mediaType] = { schema: { type: "string", description: success.other.description } };
+  return {
+    description: success.description,
+    ...(Object.keys(headers).length ? { headers } : {}),
+    ...(Object.keys(content).length ? { content } : {}),
+  };
+}
+
+/**
+ * A header of an answer: a reference to its component, or the component itself when it is
+ * required (a reference takes no `required` beside it).
+ */
+function header(component: HeaderName | keyof typeof HEADERS, required = false): Record<string, unknown> {
+  const object = HEADERS[component];
+  if (!object) throw new Error(`channelkit: no header component ${component}`);
+  return required ? { ...object, required: true } : { $ref: `#/components/headers/${component}` };
+}
+
+/** The headers of every answer: CORS, and the rate limits' on routes that count requests. */
+function corsHeaders(counted: boolean): Record<string, unknown> {
+  return {
+    "Access-Control-Allow-Origin": header("Access-Control-Allow-Origin"),
+    Vary: header("Vary"),
+    ...(counted
+      ? {
+          "Access-Control-Expose-Headers": header("Access-Control-Expose-Headers"),
+          RateLimit: header("RateLimit"),
+          "RateLimit-Policy": header("RateLimit-Policy"),
+        }
+      : {}),
+  };
+}
+
+/** An error answer in the envelope, its `code` one of `codes`. */
+function errorResponse(description: string, codes: readonly string[], headers: Record<string, unknown> = corsHeaders(false)): Record<string, unknown> {
+  return {
+    description,
+    headers,
+    content: {
+      "application/json": {
+        schema: {
+          allOf: [
+            ref("ErrorEnvelope"),
+            { type: "object", properties: { error: { type: "object", properties: { code: { type: "string", enum: [...codes] } } } } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function detailNotFoundResponse(operation: OperationSpec): Record<string, unknown> {
+  const codes = codesWithStatus(operation.errors, 404);
+  if (codes.length > 0) throw new Error(`channelkit: ${operation.operationId} answers 404 both as { detail } and in the envelope`);
+  return {
+    description: "No conversation with this id that this key may see: none, or another channel's or tenant's. History's format, not the envelope.",
+    headers: corsHeaders(operation.counted === true),
+    content: { "application/json": { schema: ref("ConversationDetailNotFound") } },
+  };
+}
+
+function describeCodes(codes: readonly string[]): string {
+  return codes.map((code) => `\`${code}\`: ${ERROR_CODES[code as keyof typeof ERROR_CODES].message}`).join(" ");
+}
