@@ -402,6 +402,49 @@ describe("widget", () => {
 });
 
 describe("the package", () => {
+  /** Runs a README's `ts` block against the test server: its key and URL the test's, its `process.stdout` captured. */
+  async function runSnippet(code: string, key: string): Promise<string> {
+    let printed = "";
+    const body = code
+      .replace(/^import .*$/gm, "")
+      .replaceAll('"http://127.0.0.1:3000"', JSON.stringify(server.url))
+      .replaceAll('"svc_live_…"', JSON.stringify(key))
+      .replaceAll("process.env.CHANNELKIT_KEY", JSON.stringify(key));
+    const run = new Function("createClient", "ChannelkitError", "process", "console", `return (async () => {\n${body}\n})();`);
+    const fake = {
+      stdout: {
+        write(text: string) {
+          printed += text;
+        },
+      },
+    };
+    const quiet = {
+      log(...values: unknown[]) {
+        printed += `${values.map((value) => (typeof value === "string" ? value : JSON.stringify(value))).join(" ")}\n`;
+      },
+    };
+    await run(createClient, ChannelkitError, fake, quiet);
+    return printed;
+  }
+
+  it("the root README's client snippet runs as written", async () => {
+    const readme = await readFile(new URL("../../../README.md", import.meta.url), "utf8");
+    const code = readme.split("The same requests with the client")[1]?.match(/```ts\n([\s\S]*?)```/)?.[1];
+    expect(code).toContain("createClient");
+    const channel = await server.channel({ flow: "echo" });
+    expect(await runSnippet(code as string, channel.key)).toBe("Echo: And now?");
+  });
+
+  it("the package README's example runs as written", async () => {
+    const readme = await readFile(new URL("../README.md", import.meta.url), "utf8");
+    const code = readme.match(/```ts\n([\s\S]*?)```/)?.[1];
+    expect(code).toContain("createClient");
+    const channel = await server.channel({ flow: "echo" });
+    expect(await runSnippet(code as string, channel.key)).toBe(
+      'success [{"role":"assistant","content":"Echo: Hello, channelkit!"}]\nEcho: And now?No conversation found for session id 9ac9ec54-0000-4000-8000-000000000000\n',
+    );
+  });
+
   it("uses Web standards only: no node: import, no Buffer, no process in its sources", async () => {
     const dir = new URL(".", import.meta.url);
     const sources = (await readdir(dir)).filter((name) => name.endsWith(".ts") && !name.endsWith(".test.ts") && !name.startsWith("test-"));
