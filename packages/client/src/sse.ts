@@ -2,9 +2,10 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { ChannelkitError } from "./errors.js";
 
 /**
- * The server-sent events of a response body (through its reader), in order, parsed with eventsource-parser
- * (comments such as `: keep-alive` are skipped). Stopping early cancels the body, which closes
- * the connection. A body that breaks is a `network_error`; an abort throws the signal's reason.
+ * The server-sent events of a response body (through its reader), in order, parsed with
+ * eventsource-parser (comments such as `: keep-alive` are skipped). Stopping early cancels the
+ * body, which closes the connection. A body that breaks is a `network_error`; an abort throws
+ * the signal's reason, and nothing is yielded after it.
  */
 export async function* sseMessages(
   reader: ReadableStreamDefaultReader<Uint8Array>,
@@ -22,9 +23,14 @@ export async function* sseMessages(
         if (signal?.aborted) throw signal.reason;
         throw new ChannelkitError({ status: 0, code: "network_error", message: "The connection broke while the stream was read.", cause: error });
       }
+      if (signal?.aborted) throw signal.reason;
       // An event cut off by the end of the body is dropped, as the SSE standard says.
       parser.feed(read.done ? decoder.decode() : decoder.decode(read.value, { stream: true }));
-      while (queue.length > 0) yield queue.shift() as EventSourceMessage;
+      while (queue.length > 0) {
+        // Once aborted, nothing more is read, even what already arrived with the last bytes.
+        if (signal?.aborted) throw signal.reason;
+        yield queue.shift() as EventSourceMessage;
+      }
       if (read.done) return;
     }
   } finally {
