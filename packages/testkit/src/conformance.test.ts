@@ -12,6 +12,7 @@ const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
 const STREAM = {
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache, no-transform",
+  connection: "keep-alive",
   "x-accel-buffering": "no",
   "x-vercel-ai-ui-message-stream": "v1",
 };

@@ -97,3 +97,4 @@ export {
   type TestDatabase,
 } from "./postgres.js";
 export { SseFrames } from "./frames.js";
+export { OpenApiConformance } from "./conformance.js";

@@ -121,7 +121,8 @@ const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
   "Retry-After": { description: "Seconds to wait before retrying.", schema: inlineSchema(z.string().regex(/^\d+$/)) },
   "Access-Control-Allow-Headers": { description: "The request headers the route takes.", schema: { type: "string" } },
   "Access-Control-Allow-Methods": { description: "The methods of the path.", schema: { type: "string" } },
-  "Access-Control-Max-Age": { description: "How long a browser may keep the preflight's answer, in seconds.", schema: { type: "string", const: "600" } },
+  "Access-Control-Max-Age": { description: "How long a browser may keep the preflight's answer, in seconds.", schema: { type: "string" } },
+  Connection: { description: "`keep-alive`: the stream stays open (HTTP/1.1).", schema: { type: "string", const: "keep-alive" } },
   "Cache-Control-Stream": { description: "`Cache-Control` of an event stream.", schema: { type: "string", const: "no-cache, no-transform" } },
   "Cache-Control-No-Store": { description: "`Cache-Control`: never cached, since settings change at any time.", schema: { type: "string", const: "no-store" } },
   "Cache-Control-Public": { description: "`Cache-Control`: cached publicly for 5 minutes.", schema: { type: "string", const: "public, max-age=300" } },
@@ -193,8 +194,20 @@ function operationObject(operation: OperationSpec): Record<string, unknown> {
           },
         }
       : {}),
-    responses: responsesOf(operation),
+    responses: responsesOf(operation.preflight ? withAllowedMethods(operation) : operation),
     ...(operation.plugin ? { "x-channelkit-plugin": operation.plugin } : {}),
+  };
+}
+
+/** A preflight whose 204 names the methods of its path, as the route answers them: the path's own, then `OPTIONS`. */
+function withAllowedMethods(preflight: OperationSpec): OperationSpec {
+  const methods = OPERATIONS.filter((operation) => operation.path === preflight.path && operation.method !== "options").map((operation) =>
+    operation.method.toUpperCase(),
+  );
+  const answer = preflight.responses[204] as SuccessSpec;
+  return {
+    ...preflight,
+    responses: { 204: { ...answer, values: { ...answer.values, "Access-Control-Allow-Methods": [...methods, "OPTIONS"].join(", ") } } },
   };
 }
 
@@ -232,10 +245,13 @@ function successResponse(success: SuccessSpec, counted: boolean): Record<string,
   const headers: Record<string, unknown> = { ...corsHeaders(counted) };
   for (const name of success.headers ?? []) headers[headerName(name)] = header(name, true);
   for (const name of success.optionalHeaders ?? []) headers[headerName(name)] = header(name);
+  for (const [name, value] of Object.entries(success.values ?? {}) as [HeaderName, string][]) {
+    headers[headerName(name)] = { description: HEADERS[name]?.description, required: true, schema: { type: "string", const: value } };
+  }
   const content: Record<string, unknown> = {};
   if (success.json) content["application/json"] = { schema: ref(success.json) };
   if (success.sse) content["text/event-stream"] = { schema: ref(success.sse) };
-  if (success.other) content[success.other.mediaType] = { schema: { type: "string", description: success.other.description } };
+  if (success.other) content[success.other.mediaType] = { schema: { type: "string", ...success.other.schema, description: success.other.description } };
   return {
     description: success.description,
     ...(Object.keys(headers).length ? { headers } : {}),

@@ -29,12 +29,14 @@ export interface SuccessSpec {
   json?: ResponseComponent;
   /** `text/event-stream`: the component of one of its events. */
   sse?: ResponseComponent;
-  /** A body of another media type, described by its text. */
-  other?: { mediaType: string; description: string };
+  /** A body of another media type or shape, described by its text (a string, unless `schema` says otherwise). */
+  other?: { mediaType: string; description: string; schema?: Record<string, unknown> };
   /** Headers this answer always carries, by component name. */
   headers?: HeaderName[];
   /** Headers it carries in some cases only (e.g. a stream's, on a route that may answer JSON). */
   optionalHeaders?: HeaderName[];
+  /** Headers it always carries with exactly this value. */
+  values?: Partial<Record<HeaderName, string>>;
 }
 
 /** The response headers the document describes, by component name. */
@@ -42,6 +44,7 @@ export type HeaderName =
   | "Access-Control-Allow-Headers"
   | "Access-Control-Allow-Methods"
   | "Access-Control-Max-Age"
+  | "Connection"
   | "Cache-Control-Stream"
   | "Cache-Control-No-Store"
   | "Cache-Control-Public"
@@ -71,6 +74,8 @@ export interface OperationSpec {
   detailNotFound?: boolean;
   /** Whether it counts against a rate limit (`RateLimit` headers on its answers). */
   counted?: boolean;
+  /** A CORS preflight: its `Access-Control-Allow-Methods` names the path's methods. */
+  preflight?: boolean;
 }
 
 /** The tags of the document, in the order they are listed. */
@@ -140,8 +145,21 @@ function queryParams(schema: z.ZodObject, descriptions: Record<string, string>):
   return Object.entries(schema.shape).map(([name, value]) => ({ name, in: "query", description: descriptions[name] ?? name, schema: value as z.ZodType }));
 }
 
+/** The request headers a browser may send, by tag: what each preflight allows. */
+const ALLOWED_HEADERS: Record<Tag, string> = {
+  api: "Authorization, Content-Type",
+  streams: "Authorization, Content-Type",
+  livechat: "Authorization, Content-Type",
+  widget: "Authorization, Content-Type",
+  webhook: "Content-Type, X-Service-Signature",
+  admin: "Authorization, Content-Type, X-Tenant-ID",
+  inbox: "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID",
+  bridge: "",
+  service: "",
+};
+
 /** The CORS preflight of a path: no authentication, no body. */
-function preflight(path: string, tag: Tag, operationId: string, plugin?: string): OperationSpec {
+function preflight(path: string, tag: Tag, operationId: string, plugin?: string, allowHeaders = ALLOWED_HEADERS[tag]): OperationSpec {
   return {
     method: "options",
     path,
@@ -154,14 +172,15 @@ function preflight(path: string, tag: Tag, operationId: string, plugin?: string)
     responses: {
       204: {
         description: "The methods and headers allowed, for 600 s.",
-        headers: ["Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Max-Age"],
+        values: { "Access-Control-Allow-Headers": allowHeaders, "Access-Control-Max-Age": "600" },
       },
     },
     errors: [],
+    preflight: true,
   };
 }
 
-const STREAM_HEADERS: HeaderName[] = ["Cache-Control-Stream", "X-Accel-Buffering", "X-Vercel-AI-UI-Message-Stream"];
+const STREAM_HEADERS: HeaderName[] = ["Cache-Control-Stream", "Connection", "X-Accel-Buffering", "X-Vercel-AI-UI-Message-Stream"];
 
 const EXECUTE = "/public/v1/api/execute";
 const CONVERSATION = "/public/v1/api/conversations/{session_id}";
@@ -241,7 +260,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     detailNotFound: true,
     counted: true,
   },
-  preflight(`${CONVERSATION}/events`, "livechat", "subscribeConversationEvents"),
+  preflight(`${CONVERSATION}/events`, "livechat", "subscribeConversationEvents", undefined, "Authorization, Content-Type, Last-Event-ID"),
   {
     method: "get",
     path: `${CONVERSATION}/events`,
@@ -263,7 +282,11 @@ export const OPERATIONS: readonly OperationSpec[] = [
       ORIGIN,
     ],
     responses: {
-      200: { description: "The live chat as server-sent events.", sse: "ConversationEventStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"] },
+      200: {
+        description: "The live chat as server-sent events.",
+        sse: "ConversationEventStreamEvent",
+        headers: ["Cache-Control-Stream", "Connection", "X-Accel-Buffering"],
+      },
     },
     errors: [...CHANNEL_KEY, "validation_error"],
     detailNotFound: true,
@@ -584,7 +607,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     tag: "inbox",
     plugin: INBOX_PLUGIN,
     security: "admin",
-    responses: { 200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"] } },
+    responses: { 200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "Connection", "X-Accel-Buffering"] } },
     errors: ADMIN,
     counted: true,
   },
@@ -622,7 +645,15 @@ export const OPERATIONS: readonly OperationSpec[] = [
     responses: {
       200: {
         description: "The OpenAPI 3.1 document.",
-        other: { mediaType: "application/json", description: "An OpenAPI 3.1 document." },
+        other: {
+          mediaType: "application/json",
+          description: "An OpenAPI 3.1 document.",
+          schema: {
+            type: "object",
+            required: ["openapi", "info", "paths"],
+            properties: { openapi: { type: "string", pattern: "^3\\.1\\.\\d+$" }, info: { type: "object" }, paths: { type: "object" } },
+          },
+        },
         headers: ["Cache-Control-Public"],
       },
     },
