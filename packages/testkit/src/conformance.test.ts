@@ -90,6 +90,10 @@ describe("checking answers against the OpenAPI document", () => {
     expect((await check("GET", "/public/v1/api/execute", json(runDocument()))).violations[0]).toContain(
       "the document has no GET operation on /public/v1/api/execute",
     );
+    // A HEAD's answer has no body: its status says it.
+    expect((await check("HEAD", "/public/v1/api/execute", new Response(null, { status: 405, headers: { allow: "OPTIONS, POST" } }))).violations).toEqual([]);
+    expect((await check("HEAD", "/nowhere", new Response(null, { status: 404 }))).violations).toEqual([]);
+    expect((await check("HEAD", "/nowhere", new Response(null, { status: 200 }))).violations[0]).toContain("no path of the OpenAPI document matches it");
   });
 
   it("refuses a missing required header and a header of the wrong form", async () => {

@@ -59,13 +59,13 @@ export class OpenApiConformance {
     const fail = (what: string) => report(`${where}: ${what}`);
     const template = this.#match(path);
     if (template === null) {
-      await this.#expectRouterError(response, "not_found", fail, "no path of the OpenAPI document matches it");
+      await this.#expectRouterError(upper, response, "not_found", fail, "no path of the OpenAPI document matches it");
       return response;
     }
     const item = this.#document.paths[template] as Json;
     const operation = item[upper.toLowerCase()] as Json | undefined;
     if (operation === undefined) {
-      await this.#expectRouterError(response, "method_not_allowed", fail, `the document has no ${upper} operation on ${template}`);
+      await this.#expectRouterError(upper, response, "method_not_allowed", fail, `the document has no ${upper} operation on ${template}`);
       const allowed = (response.headers.get("allow") ?? "").split(",").map((name) => name.trim().toLowerCase());
       const undocumented = allowed.filter((name) => name !== "" && !(name in item));
       if (undocumented.length > 0) fail(`Allow names methods the document does not have on ${template}: ${undocumented.join(", ")}`);
@@ -102,8 +102,18 @@ export class OpenApiConformance {
     return best?.path ?? null;
   }
 
-  /** What the router answers outside the document's operations: the envelope with `code`. */
-  async #expectRouterError(response: Response, code: string, fail: (what: string) => void, why: string): Promise<void> {
+  /** What the router answers outside the document's operations: the envelope with `code` (its status only, to a HEAD). */
+  async #expectRouterError(
+    method: string,
+    response: Response,
+    code: "not_found" | "method_not_allowed",
+    fail: (what: string) => void,
+    why: string,
+  ): Promise<void> {
+    if (method === "HEAD") {
+      if (response.status !== (code === "not_found" ? 404 : 405)) fail(`${why}, and the answer is not the router's ${code}`);
+      return;
+    }
     const text = await response.clone().text();
     let body: unknown;
     try {

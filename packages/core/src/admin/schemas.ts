@@ -195,8 +195,8 @@ export const rotateSigningSecretResponseSchema = z.object({
 export const auditEventSchema = z.object({
   id: z.string(),
   timestamp: z.iso.datetime(),
-  tenant_id: z.uuid().nullable(),
-  channel_id: z.uuid().nullable(),
+  tenant_id: z.string().nullable().meta({ description: "The tenant the operation acted on, as it was named (`X-Tenant-ID` for a refused admin call)." }),
+  channel_id: z.string().nullable().meta({ description: "The channel the operation named, as it was named (a refused one may name no channel that exists)." }),
   actor: z
     .string()
     .nullable()

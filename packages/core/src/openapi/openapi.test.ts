@@ -105,6 +105,27 @@ describe("the OpenAPI document", () => {
   });
 });
 
+describe("answers the fuzzer found the document wrong about", () => {
+  it("an audit event names the channel and tenant as the refused call named them, UUIDs or not", async () => {
+    const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: quiet, plugins: [adminApi({ development: true })] });
+    try {
+      const { tenant } = await service.admin.createTenant({ name: "audit" });
+      const headers = { "x-tenant-id": tenant.id };
+      const refused = await service.handler(new Request("http://host.test/api/v1/channels/not-a-uuid/rotate-key", { method: "POST", headers }));
+      expect(refused.status).toBe(404);
+      const page = await (await service.handler(new Request("http://host.test/api/v1/audit", { headers }))).json();
+      expect(page.events.map((event: { channel_id: string }) => event.channel_id)).toContain("not-a-uuid");
+      const ajv = new Ajv2020({ strict: false, allErrors: true, discriminator: true });
+      addFormats(ajv);
+      ajv.addSchema(openApiDocument(), "openapi.json");
+      const validate = ajv.getSchema("openapi.json#/paths/~1api~1v1~1audit/get/responses/200/content/application~1json/schema");
+      expect(validate?.(page), ajv.errorsText(validate?.errors)).toBe(true);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
 describe("GET /public/v1/openapi.json", () => {
   it("answers the document of the routes the service mounts, its basePath as the server", async () => {
     const service = await serviceWith("inbox", { basePath: "/chat" });
