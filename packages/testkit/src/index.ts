@@ -12,6 +12,7 @@ import { flowTests } from "./flows.js";
 import { Harness } from "./harness.js";
 import { historyTests } from "./history.js";
 import { liveChatTests } from "./livechat.js";
+import { openApiTests } from "./openapi.js";
 import { rateLimitTests, serviceRateLimitTests } from "./ratelimit.js";
 import { resumableTests } from "./resumable.js";
 import { signatureTests } from "./signature.js";
@@ -66,6 +67,7 @@ export function defineContractSuite(target: ContractTarget): void {
     webhookTests(h);
     widgetTests(h);
     liveChatTests(h);
+    openApiTests(h);
 
     rateLimitTests(h);
 

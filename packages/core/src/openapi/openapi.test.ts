@@ -1,9 +1,11 @@
 import { readFileSync } from "node:fs";
+import { OpenApiConformance } from "@channelkit/testkit";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { adminApi } from "../admin/plugin.js";
+import { signRequestBody } from "../auth/signature.js";
 import { demoFlows } from "../flows/demo.js";
 import { ERROR_CODES } from "../http/errors.js";
 import { liveChatWebhookBridge } from "../livechat/bridge/plugin.js";
@@ -88,6 +90,11 @@ describe("the OpenAPI document", () => {
     ).toEqual([]);
   });
 
+  it("names each operation once", () => {
+    const ids = OPERATIONS.map((operation) => operation.operationId);
+    expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
+  });
+
   it("lists each error code under its own status, and every status an operation answers", () => {
     for (const [path, item] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(item) as [string, { responses: Record<string, any> }][]) {
@@ -120,6 +127,50 @@ describe("answers the fuzzer found the document wrong about", () => {
       ajv.addSchema(openApiDocument(), "openapi.json");
       const validate = ajv.getSchema("openapi.json#/paths/~1api~1v1~1audit/get/responses/200/content/application~1json/schema");
       expect(validate?.(page), ajv.errorsText(validate?.errors)).toBe(true);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe("the routes the contract suite does not call", () => {
+  it("the bridge's answers conform: each event, an unsigned one, a bad one", async () => {
+    const secret = "a-bridge-secret-0123456789";
+    const service = await createChannelService({
+      storage: memoryStorage(),
+      flows: demoFlows,
+      logger: quiet,
+      livechat: liveChatWebhookBridge({ url: "http://desk.test/", secret, fetch: async () => new Response(null, { status: 200 }) }),
+    });
+    const checker = new OpenApiConformance();
+    const violations: string[] = [];
+    const post = async (body: unknown, sign = true) => {
+      const text = JSON.stringify(body);
+      const headers: Record<string, string> = { "content-type": "application/json", origin: "https://desk.test" };
+      if (sign) headers["x-channelkit-signature"] = await signRequestBody(secret, text);
+      const response = await service.handler(new Request("http://host.test/api/v1/livechat/bridge/events", { method: "POST", headers, body: text }));
+      await checker.inspect("POST", "/api/v1/livechat/bridge/events", response, (violation) => violations.push(violation));
+      return response.status;
+    };
+    try {
+      const { tenant } = await service.admin.createTenant({ name: "desk" });
+      const { api_key } = await service.admin.createChannel({ tenantId: tenant.id, flow: "handover" });
+      const executed = await service.handler(
+        new Request("http://host.test/public/v1/api/execute", {
+          method: "POST",
+          headers: { authorization: `Bearer ${api_key}`, "content-type": "application/json" },
+          body: JSON.stringify({ payload: "a human, please" }),
+        }),
+      );
+      const { conversation_id } = (await executed.json()) as { conversation_id: string };
+      expect(await post({ type: "agent_joined", conversation_id, livechat_conversation_id: "desk-1" })).toBe(200);
+      expect(await post({ type: "agent_message", conversation_id, message: { content: "Hello, Ada here", id: "m-1" } })).toBe(200);
+      expect(await post({ type: "closed", conversation_id })).toBe(200);
+      expect(await post({ type: "closed", conversation_id })).toBe(409);
+      expect(await post({ type: "unavailable", conversation_id: "nobody" })).toBe(404);
+      expect(await post({ type: "agent_joined" })).toBe(422);
+      expect(await post({ type: "closed", conversation_id }, false)).toBe(401);
+      expect(violations).toEqual([]);
     } finally {
       await service.close();
     }

@@ -633,6 +633,8 @@ export const OPERATIONS: readonly OperationSpec[] = [
       "rate_limited",
       "runtime_error",
     ],
+    // A wrong signature counts as a failed authentication: its answer carries the RateLimit fields.
+    counted: true,
   },
   {
     method: "get",
