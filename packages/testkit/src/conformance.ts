@@ -301,6 +301,10 @@ export function unwatchTarget(url: string): void {
   conformance.targets.delete(url.replace(/\/+$/, ""));
 }
 
+/** What to do about a violation, said with each. */
+export const FIX =
+  "A bug of the service, or a change of it the document does not describe yet: describe it (the zod schemas, packages/core/src/openapi/operations.ts), then run `npm run openapi`.";
+
 /** The violations found since the last call, and forgets them. */
 export function takeViolations(): string[] {
   return conformance.violations.splice(0);
@@ -337,6 +341,6 @@ export async function fetch(input: string | URL | Request, init?: RequestInit): 
     found.push(violation);
     conformance.violations.push(violation);
   });
-  if (found.length > 0) throw new Error(`The answer does not conform to the OpenAPI document (docs/openapi.json):\n${found.join("\n")}`);
+  if (found.length > 0) throw new Error(`The answer does not conform to the OpenAPI document (docs/openapi.json):\n${found.join("\n")}\n${FIX}`);
   return checked;
 }

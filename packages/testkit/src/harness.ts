@@ -1,6 +1,6 @@
 import type { ChannelView, CreateChannelInput, UpdateChannelInput } from "@channelkit/core";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
-import { takeViolations, unwatchTarget, watchTarget } from "./conformance.js";
+import { FIX, takeViolations, unwatchTarget, watchTarget } from "./conformance.js";
 import type { ContractTarget, ContractTargetOptions, RunningTarget } from "./types.js";
 
 /** A channel provisioned for one test, with its key and signing secret in clear. */
@@ -34,7 +34,7 @@ export class Harness {
     });
     afterEach(() => {
       const violations = takeViolations();
-      expect(violations, `answers that do not conform to the OpenAPI document (docs/openapi.json):\n${violations.join("\n")}`).toEqual([]);
+      expect(violations, `answers that do not conform to the OpenAPI document (docs/openapi.json):\n${violations.join("\n")}\n${FIX}`).toEqual([]);
     });
     afterAll(async () => {
       if (this.#running) unwatchTarget(this.#running.url);
