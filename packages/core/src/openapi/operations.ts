@@ -136,8 +136,9 @@ const SIGNATURE_HEADER: ParameterSpec = {
   name: "X-Service-Signature",
   in: "header",
   description:
-    "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\">` keyed with the channel's signing secret, within 300 s of now; several `v1=` entries may be sent, any match passes. Required when the channel's `config.require_signature` is true, ignored otherwise.",
-  schema: z.string().regex(/^t=\d+(,v1=[0-9a-fA-F]*)+$/),
+    "`t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of \"<t>.<raw body>\">` keyed with the channel's signing secret, within 300 s of now; several `v1=` entries may be sent, any match passes. Required when the channel's `config.require_signature` is true, ignored otherwise.",
+  // What a client sends; the server also reads the entries in any order, with spaces, and ignores other schemes.
+  schema: z.string().regex(/^t=\d{1,15}(,v1=[0-9a-f]{64})+$/),
 };
 
 /** The query parameters of a zod query schema, each described by `descriptions`. */
