@@ -154,6 +154,7 @@ export function runToRow(run: RunRecord, ticket: number | null, stream?: { alive
     duration_ms: run.durationMs,
     ticket,
     stream_alive_until: stream?.aliveUntil ?? null,
+    stream_renewed: null,
     stream_cancel_requested_at: null,
     stream_tail: stream?.tail ?? null,
   };

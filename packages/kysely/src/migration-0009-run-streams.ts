@@ -12,18 +12,22 @@ export const runStreams: Migration = {
       .addColumn("resumable_streams", "integer", (c) => c.notNull().defaultTo(0))
       .execute();
     // Set on a recorded run only: until when its instance vouches for it (renewed while it
-    // runs), when a cancel was asked for, and its last events (written with its outcome).
+    // runs), whether it was renewed yet, when a cancel was asked for, and its last events
+    // (written with its outcome).
     await db.schema.alterTable("runs").addColumn("stream_alive_until", "text").execute();
+    await db.schema.alterTable("runs").addColumn("stream_renewed", "integer").execute();
     await db.schema.alterTable("runs").addColumn("stream_cancel_requested_at", "text").execute();
     await db.schema.alterTable("runs").addColumn("stream_tail", "text").execute();
-    // The sweep for streams whose instance stopped reads this index, which holds recorded
-    // runs in flight only: a run that is not recorded never enters it.
+    // The sweep for streams whose instance stopped reads this index, which holds the recorded
+    // runs in flight that their instance renewed (within 50 ms of their start): a run that is
+    // not recorded, or one that ends sooner, never enters it (an index written with each run
+    // costs SQLite a page per transaction: docs/streaming.md).
     await db.schema
       .createIndex("runs_stream_live_idx")
       .on("runs")
       .column("stream_alive_until")
       .where(sql.ref("status"), "=", sql.lit("running"))
-      .where(sql.ref("stream_alive_until"), "is not", null)
+      .where(sql.ref("stream_renewed"), "=", sql.lit(1))
       .execute();
     await db.schema
       .createTable("run_stream_chunks")
@@ -36,7 +40,7 @@ export const runStreams: Migration = {
   async down(db: Kysely<any>) {
     await db.schema.dropTable("run_stream_chunks").execute();
     await db.schema.dropIndex("runs_stream_live_idx").execute();
-    for (const column of ["stream_tail", "stream_cancel_requested_at", "stream_alive_until"]) await db.schema.alterTable("runs").dropColumn(column).execute();
+    for (const column of ["stream_tail", "stream_cancel_requested_at", "stream_renewed", "stream_alive_until"]) await db.schema.alterTable("runs").dropColumn(column).execute();
     await db.schema.alterTable("channels").dropColumn("resumable_streams").execute();
   },
 };

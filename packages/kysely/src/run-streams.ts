@@ -21,7 +21,8 @@ interface StreamRow {
 /**
  * The {@link RunStreamStore} on the runs' rows (migration `0009_run_streams`): a recorded
  * run's row holds its stream's lease, its cancel and its last events, so a stream that ends
- * within one flush costs its run's own writes only. A longer one writes its earlier events
+ * within one flush costs its run's own writes only (it never enters the sweep's index,
+ * which holds the streams renewed at least once). A longer one writes its earlier events
  * in `run_stream_chunks`, one row per flush, deleted a while after its run ends.
  */
 export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStreamStore {
@@ -80,7 +81,11 @@ export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStrea
     async renew(runIds, aliveUntil) {
       if (runIds.length === 0) return [];
       const rows = await exec.rows(
-        recordedRuns().set({ stream_alive_until: aliveUntil }).where("id", "in", runIds).returning(["id", "stream_cancel_requested_at"]).compile(),
+        recordedRuns()
+          .set({ stream_alive_until: aliveUntil, stream_renewed: 1 })
+          .where("id", "in", runIds)
+          .returning(["id", "stream_cancel_requested_at"])
+          .compile(),
       );
       return rows.filter((row) => row.stream_cancel_requested_at !== null).map((row) => row.id);
     },
@@ -96,10 +101,12 @@ export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStrea
       return rows.length > 0;
     },
 
-    async endLapsed(now, error) {
+    async endLapsed(now, error, runId) {
       // One statement: of instances sweeping at once, the guard on `status` lets one end each.
+      // The sweep reads the partial index (renewed streams); one stream is found by its key.
+      const lapsed = recordedRuns().set({ status: "cancelled", completed_at: now, error }).where("stream_alive_until", "<", now);
       const rows = await exec.rows(
-        recordedRuns().set({ status: "cancelled", completed_at: now, error }).where("stream_alive_until", "<", now).returning(STREAM_COLUMNS).compile(),
+        (runId === undefined ? lapsed.where("stream_renewed", "=", sql.lit(1)) : lapsed.where("id", "=", runId)).returning(STREAM_COLUMNS).compile(),
       );
       return rows.map((row) => ({ ...toRecord(row), ended: true }));
     },

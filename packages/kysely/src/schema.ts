@@ -132,6 +132,8 @@ export interface RunsTable {
   ticket: number | null;
   /** A recorded stream's (resumable channels): until when its instance vouches for it; null when the run is not recorded. */
   stream_alive_until: string | null;
+  /** A recorded stream's: 1 once its instance renewed it (the sweep's index holds it from then). */
+  stream_renewed: number | null;
   /** A recorded stream's: when a cancel was asked for, from any instance. */
   stream_cancel_requested_at: string | null;
   /** A recorded stream's last events (SSE frames), written with its outcome. */
@@ -239,6 +241,7 @@ export const RUN_COLUMNS = everyColumn<RunsTable>()(
   "duration_ms",
   "ticket",
   "stream_alive_until",
+  "stream_renewed",
   "stream_cancel_requested_at",
   "stream_tail",
 );

@@ -1050,12 +1050,17 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await streams().renew([], at(200))).toEqual([]);
       });
 
-      it("ends the streams whose instance stopped, storing their run cancelled without last events, and prunes the chunks of ended ones", async () => {
-        const { run } = await recordedRun(0, 10);
+      it("ends the renewed streams whose instance stopped, storing their run cancelled without last events, and prunes the chunks of ended ones", async () => {
+        const { run } = await recordedRun(0, 5);
         await streams().append(run.id, 1, frame(1));
+        expect(await streams().renew([run.id], at(10))).toEqual([]);
         const alive = await recordedRun(1, 1000);
+        await streams().renew([alive.run.id], at(1000));
         const plain = (await conversation()).run("plain");
         await storage.beginRun(plain.begin(0));
+        // A stream never renewed (it ended, or its instance stopped, within its first moments)
+        // is not the sweep's: it is ended when asked for by its run.
+        const young = await recordedRun(2, 3);
 
         expect(await streams().endLapsed(at(5), "lost")).toEqual([]);
         const ended = await streams().endLapsed(at(11), "lost");
@@ -1066,6 +1071,10 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect((await streams().findLive(alive.c.id))?.runId).toBe(alive.run.id);
         // A run that is not recorded is not the sweep's.
         expect(await storage.findRun(plain.id)).toMatchObject({ status: "running" });
+        expect(await storage.findRun(young.run.id)).toMatchObject({ status: "running" });
+        expect(await streams().endLapsed(at(12), "lost", alive.run.id)).toEqual([]);
+        expect(await streams().endLapsed(at(12), "lost", young.run.id)).toMatchObject([{ runId: young.run.id, ended: true }]);
+        expect(await storage.findRun(young.run.id)).toMatchObject({ status: "cancelled", error: "lost", completedAt: at(12) });
 
         await streams().prune(at(11));
         expect((await streams().read(run.id, 0))?.chunks).toHaveLength(1);
@@ -1074,8 +1083,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       });
 
       it("lets one of two instances sweeping at once end a lapsed stream", async () => {
-        const { run } = await recordedRun(1, 2);
-        const [a, b] = await Promise.all([streams().endLapsed(at(3), "lost"), streams().endLapsed(at(3), "lost")]);
+        const { run } = await recordedRun(1);
+        await streams().renew([run.id], at(2));
+        const [a, b] = await Promise.all([streams().endLapsed(at(3), "lost"), streams().endLapsed(at(3), "lost", run.id)]);
         expect(a.length + b.length).toBe(1);
         expect(await storage.findRun(run.id)).toMatchObject({ status: "cancelled" });
       });

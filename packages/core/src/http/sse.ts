@@ -17,6 +17,29 @@ export function sseEvent(data: unknown, id?: string | number): string {
 const HEARTBEAT_MS = 15_000;
 
 /**
+ * The open push streams' heartbeat: one timer for all of them, running while any is open,
+ * rather than a timer per stream (a stream that lives a few milliseconds would pay for
+ * setting one up and clearing it).
+ */
+const heartbeat = {
+  streams: new Set<PushStream>(),
+  timer: undefined as ReturnType<typeof setInterval> | undefined,
+  add(stream: PushStream): void {
+    this.streams.add(stream);
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.streams.size === 0) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+        return;
+      }
+      for (const open of this.streams) open.keepAlive();
+    }, HEARTBEAT_MS);
+    (this.timer as { unref?: () => void }).unref?.();
+  },
+};
+
+/**
  * An event stream fed by pushes rather than pulled from a producer: what a subscription
  * answers with. Chunks wait in order until the client reads them; a comment goes out every
  * 15 s of silence; `onClose` runs once, when the client goes away or the feeder ends it.
@@ -27,14 +50,18 @@ export class PushStream implements ReplyStream {
   #ended = false;
   #closed = false;
   readonly #onClose: () => void;
-  readonly #heartbeat: ReturnType<typeof setInterval>;
+  /** Whether anything was pushed since the last heartbeat. */
+  #busy = false;
 
   constructor(onClose: () => void) {
     this.#onClose = onClose;
-    this.#heartbeat = setInterval(() => {
-      if (this.#queue.length === 0) this.push(": keep-alive\n\n");
-    }, HEARTBEAT_MS);
-    (this.#heartbeat as { unref?: () => void }).unref?.();
+    heartbeat.add(this);
+  }
+
+  /** Sends a comment when nothing was sent since the last call and nothing waits to be. */
+  keepAlive(): void {
+    if (!this.#busy && this.#queue.length === 0) this.push(": keep-alive\n\n");
+    this.#busy = false;
   }
 
   /** Whether the stream ended (the client went away, or {@link end} was called). */
@@ -44,6 +71,7 @@ export class PushStream implements ReplyStream {
 
   push(chunk: ReplyChunk): void {
     if (this.#ended) return;
+    this.#busy = true;
     const waiting = this.#waiting;
     if (waiting) {
       this.#waiting = null;
@@ -84,7 +112,7 @@ export class PushStream implements ReplyStream {
   #close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#heartbeat);
+    heartbeat.streams.delete(this);
     this.#onClose();
   }
 }

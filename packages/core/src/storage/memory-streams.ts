@@ -13,6 +13,8 @@ export type EndRun = (runId: string, status: "cancelled" | "error", at: string, 
 
 interface Stream {
   record: RunStreamRecord;
+  /** Renewed at least once: the sweep watches it. */
+  renewed: boolean;
   chunks: RunStreamChunk[];
   tail: string | null;
   endedAt: string | null;
@@ -48,7 +50,7 @@ export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => st
     openNow(stream) {
       checkOpen();
       if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);
-      streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, chunks: [], tail: null, endedAt: null });
+      streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, renewed: false, chunks: [], tail: null, endedAt: null });
     },
     endNow,
     async append(runId, seq, frames) {
@@ -90,6 +92,7 @@ export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => st
         const stream = streams.get(runId);
         if (!stream || current(stream).ended) continue;
         stream.record = { ...stream.record, aliveUntil };
+        stream.renewed = true;
         if (stream.record.cancelRequestedAt !== null) cancelled.push(runId);
       }
       return cancelled;
@@ -101,11 +104,12 @@ export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => st
       stream.record = { ...stream.record, cancelRequestedAt: stream.record.cancelRequestedAt ?? at };
       return true;
     },
-    async endLapsed(now, error) {
+    async endLapsed(now, error, runId) {
       checkOpen();
       const ended: RunStreamRecord[] = [];
-      for (const stream of streams.values()) {
-        if (current(stream).ended || stream.record.aliveUntil >= now) continue;
+      for (const stream of runId === undefined ? streams.values() : [streams.get(runId)]) {
+        if (!stream || current(stream).ended || stream.record.aliveUntil >= now) continue;
+        if (runId === undefined && !stream.renewed) continue;
         endNow(stream.record.runId, null, now);
         endRun(stream.record.runId, "cancelled", now, error);
         ended.push({ ...stream.record });

@@ -363,16 +363,21 @@ export interface RunStreamStore {
    * stopped); null when the run is not recorded. A stream read as ended has all its chunks.
    */
   read(runId: string, afterSeq: number): Promise<{ stream: RunStreamRecord; chunks: RunStreamChunk[]; last: string | null } | null>;
-  /** Extends the `aliveUntil` of these streams (those not ended); returns the ids of those whose cancel was asked for. */
+  /**
+   * Extends the `aliveUntil` of these streams (those not ended), which the sweep
+   * ({@link endLapsed} without a run) watches from their first renewal on; returns the ids
+   * of those whose cancel was asked for.
+   */
   renew(runIds: string[], aliveUntil: string): Promise<string[]>;
   /** Asks for the stream's run to be cancelled; false when it has ended (or is unknown). */
   requestCancel(runId: string, at: string): Promise<boolean>;
   /**
-   * Ends every stream not renewed since its `aliveUntil` passed before `now` (its instance
-   * stopped): its run is stored `cancelled` with `error` at `now`, without last events.
+   * Ends the streams whose `aliveUntil` passed before `now` (their instance stopped): every
+   * such stream renewed at least once, or, given `runId`, that one stream whether renewed or
+   * not. Each one's run is stored `cancelled` with `error` at `now`, without last events.
    * Returns the streams it ended; of instances sweeping at once, one ends each.
    */
-  endLapsed(now: string, error: string): Promise<RunStreamRecord[]>;
+  endLapsed(now: string, error: string, runId?: string): Promise<RunStreamRecord[]>;
   /** Deletes the chunks of streams whose run ended before `before`. */
   prune(before: string): Promise<void>;
 }

@@ -49,6 +49,8 @@ export class RunStreams {
   readonly #following = new Set<PushStream>();
   /** Readers here of a stream recorded here, woken when it records a chunk, by run id. */
   readonly #wakers = new Map<string, Set<() => void>>();
+  /** The recordings whose events wait to be written. */
+  readonly #flushes = new Flushes();
   /** Recordings until their last chunk is written: `settled()` waits for them. */
   readonly #pumps = new Set<Promise<void>>();
   /** The one subscription to cancels from other instances, made by the first recording. */
@@ -119,7 +121,10 @@ export class RunStreams {
         this.#cancels = undefined;
         return () => undefined;
       });
-    const recording = new Recording(started, store, this.#logger, client, () => this.#wake(started.runId));
+    const recording = new Recording(started, store, this.#logger, client, this.#flushes, this.#leaseMs, () => this.#wake(started.runId));
+    // Its first tick renews it, which puts it in the sweep's watch: a stream that ended
+    // sooner costs the sweep nothing (docs/streaming.md).
+    this.#flushes.add(recording);
     started.endStream(recording);
     this.#recording.set(started.runId, recording);
     const pumped = recording.pump(uiMessageStream(started, (error) => this.#logger.error(`channelkit: run ${started.runId} could not be stored`, error)));
@@ -140,7 +145,7 @@ export class RunStreams {
     if (!store) return noContent();
     let live = await store.findLive(conversationId);
     if (live && live.aliveUntil < isoTimestamp(Date.now())) {
-      await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR);
+      await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR, live.runId);
       live = await store.findLive(conversationId);
     }
     if (!live || this.#closed) return noContent();
@@ -213,7 +218,7 @@ export class RunStreams {
             stream.end();
             return;
           }
-          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR);
+          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR, live.runId);
         } while (again && !stream.ended);
       } catch (error) {
         this.#logger.warn(`channelkit: a resumed stream could not read run ${live.runId}`, error);
@@ -287,6 +292,38 @@ export class RunStreams {
 }
 
 /**
+ * The recordings whose events wait to be written: one timer for all, every
+ * {@link FLUSH_MS} while any waits, rather than one per stream (a stream that lives a few
+ * milliseconds would pay for setting one up and clearing it).
+ */
+class Flushes {
+  readonly #waiting = new Set<Recording>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  add(recording: Recording): void {
+    this.#waiting.add(recording);
+    if (this.#timer) return;
+    this.#timer = setInterval(() => this.#tick(), FLUSH_MS);
+    (this.#timer as { unref?: () => void }).unref?.();
+  }
+
+  delete(recording: Recording): void {
+    this.#waiting.delete(recording);
+  }
+
+  #tick(): void {
+    if (this.#waiting.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      return;
+    }
+    const due = [...this.#waiting];
+    this.#waiting.clear();
+    for (const recording of due) void recording.flush(false);
+  }
+}
+
+/**
  * One run's stream being recorded: pulled to its end whatever its client does, each event
  * pushed to the client while it stays, written in chunks of at most {@link FLUSH_MS} while
  * the run goes on, and its last chunk handed to the run's completion ({@link StreamEnding}).
@@ -296,7 +333,10 @@ class Recording implements StreamEnding {
   /** The last chunk written. */
   #seq = 0;
   #writing: Promise<void> = Promise.resolve();
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Whether this instance renewed the stream yet (once it has, the sweep watches it). */
+  #renewed = false;
+  /** Whether the run's completion is writing (or wrote) the last events. */
+  #ending = false;
   /** Whether the run's completion stored the last chunk. */
   #storedWithRun = false;
 
@@ -306,6 +346,8 @@ class Recording implements StreamEnding {
     private readonly logger: Logger,
     /** Who asked for the stream, while it listens; null for a run answered as JSON. */
     private readonly client: PushStream | null,
+    private readonly flushes: Flushes,
+    private readonly leaseMs: number,
     /** Tells this instance's followers that a chunk was written. */
     private readonly written: () => void,
   ) {}
@@ -315,8 +357,9 @@ class Recording implements StreamEnding {
   }
 
   async lastEvents(outcome: RunOutcome): Promise<string> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
+    // From here the events not yet written are the run's completion's to write.
+    this.#ending = true;
+    this.flushes.delete(this);
     await this.#writing;
     return this.#pending.join("") + closingFrame(outcome);
   }
@@ -330,7 +373,10 @@ class Recording implements StreamEnding {
   async pump(source: { pull(): ReplyChunk | null | Promise<ReplyChunk | null>; readonly finished: boolean }): Promise<void> {
     let last: string | null = null;
     // The first event, data-run, is not recorded: a follower makes it from the stream's ids.
-    this.client?.push((await source.pull()) as string);
+    // It is ready at once and pushed at once, before the client's first read, so that the
+    // status line and it leave in one packet (see ReplyStream.pull).
+    const first = source.pull();
+    this.client?.push((first instanceof Promise ? await first : first) as string);
     for (;;) {
       const frame = (await source.pull()) as string | null;
       if (frame === null) break;
@@ -342,16 +388,27 @@ class Recording implements StreamEnding {
       }
       this.client?.push(frame);
       this.#pending.push(frame);
-      this.#timer ??= setTimeout(() => this.#flush(false), FLUSH_MS);
+      this.flushes.add(this);
     }
-    clearTimeout(this.#timer);
+    this.flushes.delete(this);
     if (!this.#storedWithRun) {
       // The run's completion did not record the end (its storage failed): written here.
       if (last !== null) this.#pending.push(last);
-      await this.#flush(true);
+      await this.flush(true);
     }
     if (last !== null) this.client?.push(last);
     this.client?.end();
+  }
+
+  /** Renews the stream a first time (the instance's renewals do it after), honouring a cancel asked for meanwhile. */
+  async #renew(): Promise<void> {
+    try {
+      const cancelled = await this.store.renew([this.started.runId], isoTimestamp(Date.now() + this.leaseMs));
+      this.#renewed = true;
+      if (cancelled.length > 0) this.cancel();
+    } catch (error) {
+      this.logger.warn(`channelkit: the stream of run ${this.started.runId} could not be renewed`, error);
+    }
   }
 
   /**
@@ -359,11 +416,11 @@ class Recording implements StreamEnding {
    * order. A failed write keeps its events for the next one (the database may be back by
    * then); the end is tried a few times before the stream is left to the sweep.
    */
-  #flush(end: boolean): Promise<void> {
-    this.#timer = undefined;
+  flush(end: boolean): Promise<void> {
     this.#writing = this.#writing.then(async () => {
+      if (!end && !this.#renewed && !this.#ending) await this.#renew();
       for (let attempt = 0; attempt < (end ? 3 : 1); attempt++) {
-        if (this.#pending.length === 0 && !end) return;
+        if (!end && (this.#pending.length === 0 || this.#ending)) return;
         const frames = this.#pending.join("");
         this.#pending = [];
         try {
@@ -379,7 +436,11 @@ class Recording implements StreamEnding {
         this.written();
         return;
       }
-      if (!end) this.#timer ??= setTimeout(() => this.#flush(false), FLUSH_MS * 10);
+      if (!end) {
+        // Tried again a little later.
+        const retry = setTimeout(() => this.flushes.add(this), FLUSH_MS * 9);
+        (retry as { unref?: () => void }).unref?.();
+      }
     });
     return this.#writing;
   }
