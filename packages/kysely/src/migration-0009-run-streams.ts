@@ -40,7 +40,8 @@ export const runStreams: Migration = {
   async down(db: Kysely<any>) {
     await db.schema.dropTable("run_stream_chunks").execute();
     await db.schema.dropIndex("runs_stream_live_idx").execute();
-    for (const column of ["stream_tail", "stream_cancel_requested_at", "stream_renewed", "stream_alive_until"]) await db.schema.alterTable("runs").dropColumn(column).execute();
+    for (const column of ["stream_tail", "stream_cancel_requested_at", "stream_renewed", "stream_alive_until"])
+      await db.schema.alterTable("runs").dropColumn(column).execute();
     await db.schema.alterTable("channels").dropColumn("resumable_streams").execute();
   },
 };
