@@ -26,6 +26,16 @@ const words = defineFlow({
   },
 });
 
+/** Thinks 400 ms before its one word: a run with nothing to record at first. */
+const thinking = defineFlow({
+  name: "thinking",
+  async *run() {
+    await sleep(400);
+    yield text("done");
+    return null;
+  },
+});
+
 /** A feed that loses every message on topics starting with `lost`. */
 function lossyFeed(lost: string): LiveFeed {
   const feed = inProcessFeed();
@@ -39,7 +49,7 @@ function lossyFeed(lost: string): LiveFeed {
 async function twoInstances(storage: Storage, leaseMs = 30_000) {
   const quiet = { warn: () => undefined, error: () => undefined };
   const [a, b] = (await Promise.all(
-    [0, 1].map(() => createChannelService({ storage, flows: [...demoFlows, words], logger: quiet, turnLeaseMs: leaseMs })),
+    [0, 1].map(() => createChannelService({ storage, flows: [...demoFlows, words, thinking], logger: quiet, turnLeaseMs: leaseMs })),
   )) as [ChannelService, ChannelService];
   const { tenant } = await a.admin.createTenant({ name: "Streams" });
   const channel = async (flow: string) => (await a.admin.createChannel({ tenantId: tenant.id, flow, resumableStreams: true })).api_key;
@@ -95,6 +105,37 @@ describe("resumable streams", () => {
       expect(recorded?.stream.ended).toBe(true);
       // Everything after data-run, which a follower makes from the stream's ids.
       expect((recorded?.chunks.map((chunk) => chunk.frames).join("") ?? "") + recorded?.last).toBe(sent.slice(sent.indexOf("\n\n") + 2));
+    } finally {
+      await close();
+    }
+  });
+
+  it("renews a stream at its first tick, events or not, which puts it in the sweep's watch; a stream that ends sooner is never renewed", async () => {
+    const storage = memoryStorage();
+    const store = storage.runStreams as RunStreamStore;
+    const renewed: string[] = [];
+    const watching: Storage = {
+      ...storage,
+      runStreams: {
+        ...store,
+        renew: (runIds, aliveUntil) => {
+          renewed.push(...runIds);
+          return store.renew(runIds, aliveUntil);
+        },
+      },
+    };
+    const { a, channel, call, close } = await twoInstances(watching);
+    try {
+      const short = await (await call(a, await channel("echo"), "/public/v1/api/execute", { payload: "hi", stream: true })).text();
+      const shortRun = (JSON.parse(short.slice(6, short.indexOf("\n\n"))) as { data: { run_id: string } }).data.run_id;
+      const long = await opening(await call(a, await channel("thinking"), "/public/v1/api/execute", { payload: "go", stream: true }));
+      await sleep(120);
+      expect(renewed).toContain(long.run_id);
+      expect(renewed).not.toContain(shortRun);
+      // Renewed, the stream is the sweep's once its lease passes (its instance gone).
+      const lapsed = await store.endLapsed(new Date(Date.now() + 3_600_000).toISOString(), "lost");
+      expect(lapsed.map((stream) => stream.runId)).toEqual([long.run_id]);
+      await long.reader.cancel();
     } finally {
       await close();
     }
