@@ -18,6 +18,7 @@ import { sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
 import fc from "fast-check";
 import { SignJWT } from "jose";
+import { OpenApiConformance } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const RUNS = Number(process.env.CHANNELKIT_FUZZ_RUNS ?? 3000);
@@ -39,6 +40,7 @@ const known = {
   tokens: [] as string[],
 };
 const errors: unknown[][] = [];
+const conformance = new OpenApiConformance();
 const outcomes = new Map<number, number>();
 
 beforeAll(async () => {
@@ -253,7 +255,13 @@ describe("fuzzing every route", () => {
           controller.abort();
           return;
         }
-        const text = await response.text();
+        // Every answer as the OpenAPI document (docs/openapi.json) describes it.
+        const violations: string[] = [];
+        // The path as sent: fetch resolves `..` and `.` segments.
+        const sent = new URL(response.url).pathname;
+        const checked = await conformance.inspect(method, sent, response, (violation) => violations.push(violation));
+        expect(violations, `${method} ${path}${input.query} ${response.status}`).toEqual([]);
+        const text = await checked.text();
         if (response.status < 400 || method === "HEAD") return;
         expect(type, `${method} ${path} ${response.status}: ${text}`).toMatch(/^application\/json/);
         const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown }; detail?: unknown };

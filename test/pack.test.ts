@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  */
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "cli", "testkit"];
+const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "client", "cli", "testkit"];
 /**
  * Installed into the app: all but the contract suite, a development tool whose own
  * dependencies (pg, vitest) would hide that the app works without pg.
@@ -73,7 +73,12 @@ async function readmeExample(port: number): Promise<string> {
     '  headers: { authorization: `Bearer ${created.api_key}`, "content-type": "application/json" },',
     '  body: JSON.stringify({ payload: "Hello, channelkit!" }),',
     "});",
-    "console.log(JSON.stringify({ status: response.status, body: await response.json() }));",
+    "const body = await response.json();",
+    // The typed client, installed from its tarball, against the same server.
+    'const { createClient } = await import("@channelkit/client");',
+    `const client = createClient({ baseUrl: "http://127.0.0.1:${port}", apiKey: created.api_key });`,
+    'const viaClient = await client.execute({ payload: "Again", conversation_id: body.conversation_id });',
+    "console.log(JSON.stringify({ status: response.status, body, client: viaClient.output.messages }));",
     "process.exit(0);",
     "",
   ].join("\n");
@@ -162,14 +167,19 @@ describe("the packed packages, installed in a new app", () => {
     }
   });
 
-  it("runs the README's embedding example: one execute over HTTP answers Echo", async () => {
+  it("runs the README's embedding example: one execute over HTTP answers Echo, and the installed client's too", async () => {
     const port = await freePort();
     await writeFile(join(app, "server.mjs"), await readmeExample(port));
     const { stdout } = await run(process.execPath, ["server.mjs"], { cwd: app, env: cleanEnv({ CHANNELKIT_SECRET_KEY: SECRET_KEY }), timeout: 60_000 });
-    const answer = JSON.parse(stdout.trim().split("\n").at(-1) as string) as { status: number; body: { status: string; output: { messages: unknown[] } } };
+    const answer = JSON.parse(stdout.trim().split("\n").at(-1) as string) as {
+      status: number;
+      body: { status: string; output: { messages: unknown[] } };
+      client: unknown[];
+    };
     expect(answer.status).toBe(200);
     expect(answer.body.status).toBe("success");
     expect(answer.body.output.messages).toEqual([{ role: "assistant", content: "Echo: Hello, channelkit!" }]);
+    expect(answer.client).toEqual([{ role: "assistant", content: "Echo: Again" }]);
   });
 
   it("resolves the subpaths and the adapters, and says which package postgres() needs", async () => {
