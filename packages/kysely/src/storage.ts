@@ -4,6 +4,7 @@ import type {
   AuditQuery,
   BeginRunInput,
   ChannelPatch,
+  ChannelQuery,
   ChannelRecord,
   ClaimedTurn,
   ClaimTurnInput,
@@ -336,6 +337,11 @@ export class KyselyStorage implements Storage {
     return Number(row?.count ?? 0);
   }
 
+  async listTenants(): Promise<TenantRecord[]> {
+    const rows = await this.#exec.rows(this.db.selectFrom("tenants").selectAll().orderBy("created_at").orderBy("id").compile());
+    return rows.map((row) => ({ id: row.id, name: row.name, createdAt: row.created_at }));
+  }
+
   async createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void> {
     const db = this.db;
     await this.#exec.transaction(function* () {
@@ -353,6 +359,13 @@ export class KyselyStorage implements Storage {
   async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
     const row = (await this.#exec.rows(this.#queries.channelByClientId.bind([clientId])))[0];
     return row ? rowToChannel(row) : null;
+  }
+
+  async listChannels(query: ChannelQuery = {}): Promise<ChannelRecord[]> {
+    let select = this.db.selectFrom("channels").selectAll();
+    if (query.tenantId !== undefined) select = select.where("tenant_id", "=", query.tenantId);
+    const rows = await this.#exec.rows(select.orderBy("created_at").orderBy("id").compile());
+    return rows.map(rowToChannel);
   }
 
   async updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null> {

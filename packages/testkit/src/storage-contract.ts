@@ -1147,6 +1147,49 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(new Set(all.map((m) => m.content)).size).toBe(all.length);
       });
     });
+
+    describe("listing tenants and channels", () => {
+      it("lists every tenant as stored, oldest first (by creation time, then id)", async () => {
+        const ids = [crypto.randomUUID(), crypto.randomUUID()].sort();
+        const made = [
+          { id: crypto.randomUUID(), name: "Late", createdAt: at(30) },
+          { id: ids[1] as string, name: "Tied B", createdAt: at(20) },
+          { id: crypto.randomUUID(), name: "Early", createdAt: at(10) },
+          { id: ids[0] as string, name: "Tied A", createdAt: at(20) },
+        ];
+        for (const tenant of made) await storage.createTenant(tenant);
+        const listed = await storage.listTenants();
+        expect(listed).toHaveLength(await storage.countTenants());
+        const mine = listed.filter((tenant) => made.some((m) => m.id === tenant.id));
+        expect(mine.map((tenant) => tenant.name)).toEqual(["Early", "Tied A", "Tied B", "Late"]);
+        expect(mine[0]).toEqual(made[2]);
+        // Every tenant listed is in order, those of other tests included.
+        const order = listed.map((tenant) => `${tenant.createdAt} ${tenant.id}`);
+        expect(order).toEqual([...order].sort());
+      });
+
+      it("lists a tenant's channels as findChannel reads them, archived ones included, oldest first; every tenant's without a tenant", async () => {
+        const { tenant, channel: first } = await seed({ createdAt: at(5), updatedAt: at(5), clientId: `client-${crypto.randomUUID()}`, type: "webhook" });
+        const second = channelRecord(tenant.id, { createdAt: at(1), updatedAt: at(1), name: "Older" });
+        await storage.createChannel(second, keyRecord(second, `hash-${crypto.randomUUID()}`));
+        await storage.updateChannel(first.id, { state: "archived" }, at(6));
+        const other = await seed();
+
+        const listed = await storage.listChannels({ tenantId: tenant.id });
+        expect(listed.map((channel) => channel.id)).toEqual([second.id, first.id]);
+        expect(listed[0]).toEqual(await storage.findChannel(second.id));
+        expect(listed[1]).toEqual(await storage.findChannel(first.id));
+        expect(listed[1]).toMatchObject({ state: "archived", type: "webhook", clientId: first.clientId });
+
+        expect(await storage.listChannels({ tenantId: crypto.randomUUID() })).toEqual([]);
+        const all = await storage.listChannels();
+        const ids = all.map((channel) => channel.id);
+        expect(ids).toEqual(expect.arrayContaining([first.id, second.id, other.channel.id]));
+        const order = all.map((channel) => `${channel.createdAt} ${channel.id}`);
+        expect(order).toEqual([...order].sort());
+        expect(await storage.listChannels({})).toEqual(all);
+      });
+    });
   });
 }
 

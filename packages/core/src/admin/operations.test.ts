@@ -60,3 +60,49 @@ describe("service.admin and its audit trail", () => {
     }
   });
 });
+
+describe("service.admin.listTenants and listChannels", () => {
+  it("list tenants and channels in the wire's names, oldest first, never a key or a secret; reads are not recorded", async () => {
+    const s = await service();
+    const { tenant: acme } = await s.admin.createTenant({ name: "Acme" });
+    const { tenant: globex } = await s.admin.createTenant({ name: "Globex" });
+    const first = await s.admin.createChannel({ tenantId: acme.id, flow: "echo", name: "Support", requireSignature: true });
+    const hook = await s.admin.createChannel({ tenantId: acme.id, flow: "slow", type: "webhook" });
+    await s.admin.updateChannel(hook.channel.id, { state: "archived" });
+    const other = await s.admin.createChannel({ tenantId: globex.id, flow: "echo" });
+    const before = (await s.admin.audit()).events.length;
+
+    // Oldest first: by creation time, then id (these may share a millisecond).
+    const oldestFirst = <T extends { id: string; created_at: string }>(items: T[]) =>
+      [...items].sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1));
+    const { tenants } = await s.admin.listTenants();
+    expect(tenants).toEqual(
+      oldestFirst([
+        { id: acme.id, name: "Acme", created_at: acme.createdAt },
+        { id: globex.id, name: "Globex", created_at: globex.createdAt },
+      ]),
+    );
+    const { channels } = await s.admin.listChannels({ tenantId: acme.id });
+    const shown = async (id: string) => (await s.admin.getChannel(id)).channel;
+    expect(channels).toEqual(oldestFirst([await shown(first.channel.id), await shown(hook.channel.id)]));
+    expect(channels.find((c) => c.id === hook.channel.id)).toMatchObject({ state: "archived", type: "webhook", client_id: expect.any(String) });
+    const text = JSON.stringify(channels);
+    for (const secret of [first.api_key, first.signing_secret, hook.api_key, hook.signing_secret]) expect(text).not.toContain(secret);
+    expect((await s.admin.listChannels()).channels).toEqual(oldestFirst([...channels, await shown(other.channel.id)]));
+    expect((await s.admin.listChannels({})).channels).toHaveLength(3);
+    expect((await s.admin.audit()).events).toHaveLength(before);
+  });
+
+  it("listChannels refuses a tenant that does not exist and an unknown field", async () => {
+    const s = await service();
+    const missing = crypto.randomUUID();
+    await expect(s.admin.listChannels({ tenantId: missing })).rejects.toMatchObject({
+      code: "validation_error",
+      message: `No tenant exists with id ${missing}.`,
+    });
+    await expect(s.admin.listChannels({ tenant: "x" } as object)).rejects.toMatchObject({ code: "validation_error" });
+    await expect(s.admin.listChannels({ tenantId: "" })).rejects.toMatchObject({ code: "validation_error" });
+    expect(await s.admin.listTenants()).toEqual({ tenants: [] });
+    expect(await s.admin.listChannels()).toEqual({ channels: [] });
+  });
+});

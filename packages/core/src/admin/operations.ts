@@ -12,9 +12,18 @@ import {
   type CreateChannelInput,
   createChannelSchema,
   createTenantSchema,
+  listChannelsSchema,
   type UpdateChannelInput,
   updateChannelSchema,
 } from "./schemas.js";
+
+/** A tenant as the admin shows it, in the wire's names. */
+export interface TenantView {
+  id: string;
+  name: string;
+  /** ISO 8601 time of its creation. */
+  created_at: string;
+}
 
 /** A channel with its key in clear, shown once. */
 export interface CreatedChannel {
@@ -31,9 +40,26 @@ export interface CreatedChannel {
  * in the same transaction as its change.
  */
 export interface ChannelAdmin {
+  /** Creates a tenant (its name trimmed, 1 to 200 characters). */
   createTenant(input: { name: string }): Promise<{ tenant: TenantRecord }>;
+  /**
+   * Creates a channel bound to one of the service's flows, with its first key (and a signing
+   * secret when it requires signatures, or is a webhook channel), both shown this once.
+   */
   createChannel(input: CreateChannelInput): Promise<CreatedChannel>;
+  /** A channel as the contract shows it: never its key or signing secret. */
   getChannel(channelId: string): Promise<{ channel: ChannelView }>;
+  /**
+   * Every tenant, oldest first (by creation time, then id). Not recorded in the audit trail
+   * (a read). A caller confined to one tenant (the admin routes) sees only its own.
+   */
+  listTenants(): Promise<{ tenants: TenantView[] }>;
+  /**
+   * Channels as {@link getChannel} shows them (never a key or a signing secret), archived
+   * ones included, oldest first: one tenant's with `tenantId` (a tenant that does not exist
+   * is a `validation_error`), else every tenant's. Not recorded in the audit trail.
+   */
+  listChannels(query?: { tenantId?: string }): Promise<{ channels: ChannelView[] }>;
   /**
    * Applies a patch. `signing_secret` is set only when `requireSignature` went from false to
    * true: the stored secret when the channel kept one, else a new one.
@@ -99,6 +125,11 @@ export async function recordRefusal(ctx: ServiceContext, caller: AdminCaller, op
   await ctx.storage.appendAuditEvent(auditRecord(caller, operation, target, {}, code)).catch((failure) => {
     ctx.logger.error(`channelkit: the refused ${operation} could not be recorded in the audit trail`, failure);
   });
+}
+
+/** A tenant in the wire's names. */
+function tenantView(tenant: TenantRecord): TenantView {
+  return { id: tenant.id, name: tenant.name, created_at: tenant.createdAt };
 }
 
 /** A new signing secret: 256 random bits in base62. */
@@ -241,6 +272,23 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
 
     async getChannel(channelId) {
       return { channel: channelView(await ownChannel(channelId)) };
+    },
+
+    async listTenants() {
+      const tenants = caller.tenantId === undefined ? await storage.listTenants() : [await storage.findTenant(caller.tenantId)];
+      return { tenants: tenants.flatMap((tenant) => (tenant ? [tenantView(tenant)] : [])) };
+    },
+
+    async listChannels(input = {}) {
+      const query = validate(listChannelsSchema, input);
+      const tenantId = query.tenantId ?? caller.tenantId;
+      // Another tenant's, for a caller confined to one, is as unknown as one that does not exist.
+      const unknown = caller.tenantId !== undefined && tenantId !== caller.tenantId;
+      if (tenantId !== undefined && (unknown || !(await storage.findTenant(tenantId)))) {
+        throw new ServiceError("validation_error", `No tenant exists with id ${tenantId}.`);
+      }
+      const channels = await storage.listChannels(tenantId === undefined ? {} : { tenantId });
+      return { channels: channels.map(channelView) };
     },
 
     updateChannel(channelId, input) {

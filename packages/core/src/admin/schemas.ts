@@ -96,6 +96,12 @@ export const auditQuerySchema = z.strictObject({
   cursor: z.string().min(1).optional(),
 });
 
+/** Input of `admin.listChannels`. */
+export const listChannelsSchema = z.strictObject({
+  /** Every tenant's channels when absent. */
+  tenantId: z.string().min(1, "tenantId must not be empty").optional(),
+});
+
 /** Raw input of {@link auditQuerySchema}. */
 export type AuditQueryInput = z.input<typeof auditQuerySchema>;
 

@@ -6,6 +6,7 @@ import type {
   BeginRunInput,
   ChannelPatch,
   ChannelRecord,
+  ChannelQuery,
   ClaimedTurn,
   ClaimTurnInput,
   CompleteRunInput,
@@ -520,6 +521,11 @@ export function memoryStorage(): Storage {
 
     async createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void> {
       transaction(() => {
+    async listTenants(): Promise<TenantRecord[]> {
+      open();
+      return [...tenants.values()].sort(byCreation).map((row) => ({ ...row }));
+    },
+
         insertChannel(channel);
         insertKey(key);
         insertAudit(audit);
@@ -534,6 +540,12 @@ export function memoryStorage(): Storage {
 
     async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
       open();
+    async listChannels(query: ChannelQuery = {}): Promise<ChannelRecord[]> {
+      open();
+      const rows = [...channels.values()].filter((row) => query.tenantId === undefined || row.tenantId === query.tenantId);
+      return rows.sort(byCreation).map(rowToChannel);
+    },
+
       const id = channelsByClientId.get(clientId);
       const row = id === undefined ? undefined : channels.get(id);
       return row ? rowToChannel(row) : null;
@@ -607,6 +619,11 @@ function compare(a: string, b: string): number {
 
 function channelToRow(channel: ChannelRecord): ChannelRow {
   return {
+/** Oldest first, by creation time then id: the order of {@link Storage.listTenants} and {@link Storage.listChannels}. */
+function byCreation(a: { createdAt: string; id: string }, b: { createdAt: string; id: string }): number {
+  return compare(a.createdAt, b.createdAt) || compare(a.id, b.id);
+}
+
     id: channel.id,
     tenantId: channel.tenantId,
     name: channel.name,

@@ -512,6 +512,12 @@ export interface Storage {
    * Applies a patch to a channel that is not archived (archived is final) and records
    * `audit` with it, in one transaction. Null, changing nothing, when no such channel exists
    * or it is archived.
+/** Which channels {@link Storage.listChannels} reads. */
+export interface ChannelQuery {
+  /** Only this tenant's channels; every tenant's when absent. */
+  tenantId?: string;
+}
+
    */
   updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null>;
   /**
@@ -529,3 +535,7 @@ export interface Storage {
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
+  /** Every tenant, oldest first (by `createdAt`, then `id`). */
+  listTenants(): Promise<TenantRecord[]>;
+  /** Channels, archived ones included, oldest first (by `createdAt`, then `id`): one tenant's with `tenantId`, else every tenant's. */
+  listChannels(query?: ChannelQuery): Promise<ChannelRecord[]>;
