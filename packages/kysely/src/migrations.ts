@@ -7,6 +7,7 @@ import { liveChat } from "./migration-0006-live-chat.js";
 import { runTimeout } from "./migration-0007-run-timeout.js";
 import { rateLimits } from "./migration-0008-rate-limits.js";
 import { runStreams } from "./migration-0009-run-streams.js";
+import { idempotencyKeys } from "./migration-0010-idempotency-keys.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -126,6 +127,7 @@ export const migrations: Record<string, Migration> = {
   "0007_run_timeout": runTimeout,
   "0008_rate_limits": rateLimits,
   "0009_run_streams": runStreams,
+  "0010_idempotency_keys": idempotencyKeys,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

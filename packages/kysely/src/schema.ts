@@ -16,6 +16,24 @@ export interface Database {
   /** SQLite only: the live feed between processes sharing the file (Postgres uses `NOTIFY`). */
   live_feed: LiveFeedTable;
   run_stream_chunks: RunStreamChunksTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+/** A request's `Idempotency-Key` in its channel: the hash of its body, its holder while it runs, then its answer. */
+export interface IdempotencyKeysTable {
+  channel_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  token: string;
+  /** `running` or `done`. */
+  state: string;
+  created_at: string;
+  expires_at: string;
+  locked_until: string;
+  response_status: number | null;
+  /** `json` or `stream`. */
+  response_kind: string | null;
+  response_body: string | null;
 }
 
 /** A recorded stream's events before its last ones (those are on its run's row): one row per write, the SSE frames as sent. */

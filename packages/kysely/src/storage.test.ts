@@ -195,6 +195,7 @@ describe("migrate", () => {
       "0007_run_timeout",
       "0008_rate_limits",
       "0009_run_streams",
+      "0010_idempotency_keys",
     ]);
   });
 

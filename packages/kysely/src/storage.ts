@@ -13,6 +13,7 @@ import type {
   KeyWithChannel,
   LiveChatQuery,
   LiveChatUpdate,
+  IdempotencyStore,
   LiveFeed,
   MessageRecord,
   RateLimitStore,
@@ -40,6 +41,7 @@ import {
 } from "./mappers.js";
 import { migrateToLatest } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
+import { kyselyIdempotency } from "./idempotency.js";
 import { kyselyRunStreams } from "./run-streams.js";
 import { type ChannelsTable, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
 
@@ -61,6 +63,8 @@ export class KyselyStorage implements Storage {
   readonly rateLimits?: RateLimitStore;
   /** Where streams of resumable channels are recorded, readable by every instance on this database. */
   readonly runStreams: RunStreamStore;
+  /** Where the keys of idempotent requests are kept, shared by every instance on this database. */
+  readonly idempotency: IdempotencyStore;
 
   /** @internal Use `sqlite()`, `postgres()` or `openStorage()`. */
   constructor(db: Kysely<Database>, executor: Executor, feed?: (exec: Executor) => LiveFeed, rateLimits?: RateLimitStore) {
@@ -68,6 +72,7 @@ export class KyselyStorage implements Storage {
     this.#exec = executor;
     this.#queries = requestPathQueries(db);
     this.runStreams = kyselyRunStreams(db, executor);
+    this.idempotency = kyselyIdempotency(db, executor);
     if (feed) this.feed = feed(executor);
     if (rateLimits) this.rateLimits = rateLimits;
   }

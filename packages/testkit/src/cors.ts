@@ -28,11 +28,11 @@ function preflight(h: Harness, path: string, method: string, origin: string): Pr
 /** CORS: the preflight, and the reflected origin on every answer. */
 export function corsTests(h: Harness): void {
   describe("CORS", () => {
-    it("the execute preflight needs no authentication and answers the contract's headers", async () => {
+    it("the execute preflight needs no authentication and answers the contract's headers (and Idempotency-Key, our extension)", async () => {
       const response = await preflight(h, EXECUTE_PATH, "POST", APP);
       expect(response.status).toBeGreaterThanOrEqual(200);
       expect(response.status).toBeLessThan(300);
-      expect(response.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type");
+      expect(response.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, Idempotency-Key");
       expect(response.headers.get("access-control-allow-methods")).toBe("POST, OPTIONS");
       expectReflected(response, APP);
       expect(await response.text()).toBe("");

@@ -11,6 +11,7 @@ import { executeJsonTests } from "./execute-json.js";
 import { flowTests } from "./flows.js";
 import { Harness } from "./harness.js";
 import { historyTests } from "./history.js";
+import { idempotencyTests } from "./idempotency.js";
 import { liveChatTests } from "./livechat.js";
 import { openApiTests } from "./openapi.js";
 import { rateLimitTests, serviceRateLimitTests } from "./ratelimit.js";
@@ -63,6 +64,7 @@ export function defineContractSuite(target: ContractTarget): void {
     abortTests(h);
     resumableTests(h);
     turnTests(h);
+    idempotencyTests(h);
     adminTests(h);
     webhookTests(h);
     widgetTests(h);

@@ -7,6 +7,9 @@ import type {
   ClaimTurnInput,
   CompleteRunInput,
   ConversationMode,
+  IdempotencyClaim,
+  IdempotencyStore,
+  IdempotentResponse,
   ModeChange,
   NewMessage,
   RunRecord,
@@ -1188,6 +1191,147 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const order = all.map((channel) => `${channel.createdAt} ${channel.id}`);
         expect(order).toEqual([...order].sort());
         expect(await storage.listChannels({})).toEqual(all);
+      });
+    });
+
+    describe("idempotency keys", () => {
+      const keys = (): IdempotencyStore => {
+        if (!storage.idempotency) throw new Error("this storage keeps no idempotency keys (storage.idempotency)");
+        return storage.idempotency;
+      };
+      const HASH = "a".repeat(64);
+      const OTHER_HASH = "b".repeat(64);
+      const DAY = 86_400;
+      const json = (body: string): IdempotentResponse => ({ status: 200, kind: "json", body });
+      /** A claim of `key` at `seconds`, holding it for a lease of `lease` seconds, for a day. */
+      const claimAt = (channelId: string, key: string, seconds: number, options: { hash?: string; token?: string; lease?: number } = {}): IdempotencyClaim => ({
+        channelId,
+        key,
+        requestHash: options.hash ?? HASH,
+        token: options.token ?? crypto.randomUUID(),
+        now: at(seconds),
+        expiresAt: at(seconds + DAY),
+        lockedUntil: at(seconds + (options.lease ?? LEASE_SECONDS)),
+      });
+
+      it("claims a new key once: another claim reads it running, with its hash, its holder and its times; never the body", async () => {
+        const channelId = crypto.randomUUID();
+        const first = claimAt(channelId, "order-1", 0);
+        expect(await keys().claim(first)).toBeNull();
+        for (const hash of [HASH, OTHER_HASH]) {
+          expect(await keys().claim(claimAt(channelId, "order-1", 1, { hash }))).toEqual({
+            channelId,
+            key: "order-1",
+            requestHash: HASH,
+            token: first.token,
+            state: "running",
+            createdAt: at(0),
+            expiresAt: at(DAY),
+            lockedUntil: at(LEASE_SECONDS),
+            response: null,
+          });
+        }
+      });
+
+      it("stores the answer of the request holding the key: a claim then reads it done, with its answer as stored; only the holder completes", async () => {
+        const channelId = crypto.randomUUID();
+        const first = claimAt(channelId, "k", 0);
+        await keys().claim(first);
+        expect(await keys().complete(channelId, "k", crypto.randomUUID(), json("{}"))).toBe(false);
+        const frames = `data: ${JSON.stringify({ type: "text-delta", id: "1", delta: "Grüße 😀 ".repeat(5000) })}\n\n`;
+        const stream: IdempotentResponse = { status: 200, kind: "stream", body: frames };
+        expect(await keys().complete(channelId, "k", first.token, stream)).toBe(true);
+        expect(await keys().complete(channelId, "k", first.token, json("{}"))).toBe(false);
+        // Done: read back as stored, even once its holder's lease would have lapsed.
+        const read = await keys().claim(claimAt(channelId, "k", LEASE_SECONDS * 10));
+        expect(read).toMatchObject({ state: "done", token: first.token, requestHash: HASH, response: stream });
+        expect(read?.response?.body).toBe(frames);
+        // Nor renewed nor released once done.
+        expect(await keys().renew(channelId, "k", first.token, at(100))).toBe(false);
+        await keys().release(channelId, "k", first.token);
+        expect(await keys().claim(claimAt(channelId, "k", 2))).toMatchObject({ state: "done", response: stream });
+      });
+
+      it("scopes a key to its channel", async () => {
+        const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+        const onA = claimAt(a, "same", 0);
+        expect(await keys().claim(onA)).toBeNull();
+        expect(await keys().claim(claimAt(b, "same", 0))).toBeNull();
+        await keys().complete(a, "same", onA.token, json('{"a":1}'));
+        expect(await keys().claim(claimAt(b, "same", 1))).toMatchObject({ state: "running", response: null });
+        expect(await keys().claim(claimAt(a, "same", 1))).toMatchObject({ state: "done", response: json('{"a":1}') });
+      });
+
+      it("renews the lease of its holder only; a lapsed lease is taken over by the same body, never by another, and the old holder can no longer renew, complete or release", async () => {
+        const channelId = crypto.randomUUID();
+        const first = claimAt(channelId, "k", 0);
+        await keys().claim(first);
+        expect(await keys().renew(channelId, "k", crypto.randomUUID(), at(60))).toBe(false);
+        expect(await keys().renew(channelId, "k", first.token, at(60))).toBe(true);
+        // Within the renewed lease: in use.
+        expect(await keys().claim(claimAt(channelId, "k", 45))).toMatchObject({ token: first.token, lockedUntil: at(60) });
+        // Lapsed: another body still finds it (and is refused by the service); the same body takes it over.
+        expect(await keys().claim(claimAt(channelId, "k", 61, { hash: OTHER_HASH }))).toMatchObject({ token: first.token, state: "running" });
+        const second = claimAt(channelId, "k", 61);
+        expect(await keys().claim(second)).toBeNull();
+        expect(await keys().claim(claimAt(channelId, "k", 62))).toMatchObject({ token: second.token, createdAt: at(61), lockedUntil: at(61 + LEASE_SECONDS) });
+        expect(await keys().renew(channelId, "k", first.token, at(200))).toBe(false);
+        expect(await keys().complete(channelId, "k", first.token, json("{}"))).toBe(false);
+        await keys().release(channelId, "k", first.token);
+        expect(await keys().claim(claimAt(channelId, "k", 63))).toMatchObject({ token: second.token, state: "running" });
+      });
+
+      it("an expired key is free again, whatever the body; one held by a request still running is not", async () => {
+        const channelId = crypto.randomUUID();
+        const done = claimAt(channelId, "answered", 0);
+        await keys().claim(done);
+        await keys().complete(channelId, "answered", done.token, json("{}"));
+        expect(await keys().claim(claimAt(channelId, "answered", DAY - 1, { hash: OTHER_HASH }))).toMatchObject({ state: "done" });
+        const again = claimAt(channelId, "answered", DAY, { hash: OTHER_HASH });
+        expect(await keys().claim(again)).toBeNull();
+        expect(await keys().claim(claimAt(channelId, "answered", DAY + 1))).toMatchObject({ token: again.token, requestHash: OTHER_HASH, response: null });
+
+        // A run of more than a day, still renewed: its key stays its own.
+        const long = claimAt(channelId, "long", 0);
+        await keys().claim(long);
+        await keys().renew(channelId, "long", long.token, at(DAY + 60));
+        expect(await keys().claim(claimAt(channelId, "long", DAY + 1, { hash: OTHER_HASH }))).toMatchObject({ token: long.token });
+        expect(await keys().claim(claimAt(channelId, "long", DAY + 61, { hash: OTHER_HASH }))).toBeNull();
+      });
+
+      it("release frees a key held without an answer, by its holder only", async () => {
+        const channelId = crypto.randomUUID();
+        const first = claimAt(channelId, "k", 0);
+        await keys().claim(first);
+        await keys().release(channelId, "k", crypto.randomUUID());
+        expect(await keys().claim(claimAt(channelId, "k", 1, { hash: OTHER_HASH }))).toMatchObject({ token: first.token });
+        await keys().release(channelId, "k", first.token);
+        expect(await keys().claim(claimAt(channelId, "k", 2, { hash: OTHER_HASH }))).toBeNull();
+      });
+
+      it("prune deletes the keys that expired, not one within its day nor one still held", async () => {
+        const channelId = crypto.randomUUID();
+        const old = claimAt(channelId, "old", 0);
+        const recent = claimAt(channelId, "recent", 100);
+        const held = claimAt(channelId, "held", 0);
+        for (const claim of [old, recent, held]) await keys().claim(claim);
+        await keys().complete(channelId, "old", old.token, json('"old"'));
+        await keys().complete(channelId, "recent", recent.token, json('"recent"'));
+        await keys().renew(channelId, "held", held.token, at(DAY + 600));
+        await keys().prune(at(DAY + 50));
+        // Read as of before they expired: the deleted key is a new one, the others are as they were.
+        expect(await keys().claim(claimAt(channelId, "old", 1, { hash: OTHER_HASH }))).toBeNull();
+        expect(await keys().claim(claimAt(channelId, "recent", 101, { hash: OTHER_HASH }))).toMatchObject({ response: json('"recent"') });
+        expect(await keys().claim(claimAt(channelId, "held", 1, { hash: OTHER_HASH }))).toMatchObject({ token: held.token });
+      });
+
+      it("of 20 claims of one key at once, one claims it and the others read its record", async () => {
+        const channelId = crypto.randomUUID();
+        const claims = Array.from({ length: 20 }, () => claimAt(channelId, "race", 0));
+        const results = await Promise.all(claims.map((claim) => keys().claim(claim)));
+        const winners = claims.filter((_, i) => results[i] === null);
+        expect(winners).toHaveLength(1);
+        for (const result of results) if (result !== null) expect(result.token).toBe(winners[0]?.token);
       });
     });
   });

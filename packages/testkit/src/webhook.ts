@@ -336,7 +336,10 @@ export function webhookTests(h: Harness): void {
         });
         expect(response.status).toBe(204);
         expect(response.headers.get("access-control-allow-methods")).toBe("POST, OPTIONS");
-        expect(response.headers.get("access-control-allow-headers")).toBe("Content-Type, X-Service-Signature");
+        // newMessage takes an Idempotency-Key too (docs/webhook.md).
+        expect(response.headers.get("access-control-allow-headers")).toBe(
+          route === "newMessage" ? "Content-Type, X-Service-Signature, Idempotency-Key" : "Content-Type, X-Service-Signature",
+        );
         expect(response.headers.get("access-control-allow-origin")).toBe("https://app.example");
       }
     });

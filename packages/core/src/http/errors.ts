@@ -23,11 +23,23 @@ export const ERROR_CODES = {
   method_not_allowed: { status: 405, message: "This method is not allowed on this path." },
   channel_inactive: { status: 409, message: "The channel is inactive." },
   livechat_conflict: { status: 409, message: "The conversation's live chat is not in a mode that allows this." },
+  idempotency_key_in_use: {
+    status: 409,
+    message: "A request with this Idempotency-Key is still running: send it again after the time in the Retry-After header to get its answer.",
+  },
   channel_archived: { status: 410, message: "The channel is archived." },
   payload_too_large: { status: 413, message: "The request body is too large." },
   unsupported_media_type: { status: 415, message: "The body must be sent as 'Content-Type: application/json'." },
   validation_error: { status: 422, message: "The request is invalid." },
+  idempotency_key_reused: {
+    status: 422,
+    message: "This Idempotency-Key was sent with another body within the last 24 hours: use a new key for a new request.",
+  },
   bad_request: { status: 400, message: "The request is malformed: it is not valid HTTP." },
+  invalid_idempotency_key: {
+    status: 400,
+    message: "The Idempotency-Key header must be 1 to 255 visible ASCII characters (no spaces or control characters), e.g. a UUID.",
+  },
   request_timeout: { status: 408, message: "The request did not arrive in time." },
   headers_too_large: { status: 431, message: "The request's headers are too large." },
   rate_limited: { status: 429, message: "Too many requests: retry after the time in the Retry-After header." },

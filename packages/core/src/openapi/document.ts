@@ -132,6 +132,10 @@ const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
     schema: { type: "string", const: "v1" },
   },
   ETag: { description: "The script's version.", schema: { type: "string" } },
+  "Idempotent-Replayed": {
+    description: "`true` on an answer replayed for an `Idempotency-Key` already answered: the flow did not run again.",
+    schema: { type: "string", const: "true" },
+  },
 };
 
 /** The real name of a header component (some names tell apart two values of one header). */
@@ -231,12 +235,12 @@ function responsesOf(operation: OperationSpec): Record<string, unknown> {
     if (status === 429) responses[status] = { $ref: "#/components/responses/RateLimited" };
     else if (status === 500) responses[status] = { $ref: "#/components/responses/RuntimeError" };
     else if (status === 404 && operation.detailNotFound) responses[status] = detailNotFoundResponse(operation);
-    else
-      responses[status] = errorResponse(
-        describeCodes(codesWithStatus(operation.errors, status)),
-        codesWithStatus(operation.errors, status),
-        corsHeaders(operation.counted === true),
-      );
+    else {
+      const codes = codesWithStatus(operation.errors, status);
+      // A key in use says when to send the request again.
+      const retryAfter = codes.includes("idempotency_key_in_use") ? { "Retry-After": header("Retry-After") } : {};
+      responses[status] = errorResponse(describeCodes(codes), codes, { ...corsHeaders(operation.counted === true), ...retryAfter });
+    }
   }
   return responses;
 }

@@ -50,7 +50,8 @@ export type HeaderName =
   | "Cache-Control-Public"
   | "X-Accel-Buffering"
   | "X-Vercel-AI-UI-Message-Stream"
-  | "ETag";
+  | "ETag"
+  | "Idempotent-Replayed";
 
 /** One operation of the document: a route of the service and everything it may answer. */
 export interface OperationSpec {
@@ -141,6 +142,16 @@ const SIGNATURE_HEADER: ParameterSpec = {
   schema: z.string().regex(/^t=\d{1,15}(,v1=[0-9a-f]{64})+$/),
 };
 
+/** The routes that take an `Idempotency-Key` (execute, the webhook's `newMessage`): its format, then the key's own refusals. */
+const IDEMPOTENCY: ErrorCode[] = ["invalid_idempotency_key", "idempotency_key_in_use", "idempotency_key_reused"];
+const IDEMPOTENCY_KEY_HEADER: ParameterSpec = {
+  name: "Idempotency-Key",
+  in: "header",
+  description:
+    "Makes the request safe to retry (our extension, as Stripe's): a request sent again with the same key and the same JSON body within 24 hours answers the first request's answer (`Idempotent-Replayed: true`; a stream replays its events) without running the flow again. The same key with another body is 422 `idempotency_key_reused`; while the first request still runs, on any instance, 409 `idempotency_key_in_use` with `Retry-After`. Scoped to the channel. A request refused before its run (any other error) keeps no key, nor does a run stopped because its client left. 1 to 255 visible ASCII characters, e.g. a UUID (400 `invalid_idempotency_key` otherwise).",
+  schema: z.string().regex(/^[\x21-\x7e]{1,255}$/),
+};
+
 /** The query parameters of a zod query schema, each described by `descriptions`. */
 function queryParams(schema: z.ZodObject, descriptions: Record<string, string>): ParameterSpec[] {
   return Object.entries(schema.shape).map(([name, value]) => ({ name, in: "query", description: descriptions[name] ?? name, schema: value as z.ZodType }));
@@ -215,7 +226,7 @@ const RESUME_RESPONSES: Record<number, SuccessSpec> = {
 
 /** Every route of the service and of channelkit's plugins. */
 export const OPERATIONS: readonly OperationSpec[] = [
-  preflight(EXECUTE, "api", "execute"),
+  preflight(EXECUTE, "api", "execute", undefined, `${ALLOWED_HEADERS.api}, Idempotency-Key`),
   {
     method: "post",
     path: EXECUTE,
@@ -225,17 +236,18 @@ export const OPERATIONS: readonly OperationSpec[] = [
       "Runs the flow bound to the key's channel and answers the run as JSON, or streams it (the AI SDK UI message stream) when `stream` is true, or when absent and the channel's `default_stream` is. An error before the first byte is an HTTP error; after it, an `error` event ends the stream. Checks, first failure wins: the key, the channel type, its state, the environment, the origin, the media type, the size, the signature, the body, the conversation.",
     tag: "api",
     security: "channelKey",
-    parameters: [ORIGIN, SIGNATURE_HEADER],
+    parameters: [ORIGIN, SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER],
     body: { component: "ExecuteRequest", required: true },
     responses: {
       200: {
-        description: "The run: as JSON (`stream` false), or as a stream of server-sent events.",
+        description:
+          "The run: as JSON (`stream` false), or as a stream of server-sent events. With an `Idempotency-Key` already answered, that answer again, the stream's events all at once.",
         json: "RunDocument",
         sse: "UIMessageStreamEvent",
-        optionalHeaders: STREAM_HEADERS,
+        optionalHeaders: [...STREAM_HEADERS, "Idempotent-Replayed"],
       },
     },
-    errors: [...CHANNEL_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden"],
+    errors: [...CHANNEL_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", ...IDEMPOTENCY],
     counted: true,
   },
   preflight(`${CONVERSATION}/messages`, "api", "getHistory"),
@@ -407,7 +419,13 @@ export const OPERATIONS: readonly OperationSpec[] = [
     const path = `/channels/webhook/{client_id}/${route}`;
     const start = route === "startConversation";
     return [
-      preflight(path, "webhook", start ? "startWebhookConversation" : "sendWebhookMessage"),
+      preflight(
+        path,
+        "webhook",
+        start ? "startWebhookConversation" : "sendWebhookMessage",
+        undefined,
+        start ? ALLOWED_HEADERS.webhook : `${ALLOWED_HEADERS.webhook}, Idempotency-Key`,
+      ),
       {
         method: "post",
         path,
@@ -421,12 +439,17 @@ export const OPERATIONS: readonly OperationSpec[] = [
         parameters: [
           { name: "client_id", in: "path", required: true, description: "The webhook channel's `client_id` (the channel view shows it)." },
           SIGNATURE_HEADER,
+          ...(start ? [] : [IDEMPOTENCY_KEY_HEADER]),
         ],
         body: { component: start ? "StartConversationRequest" : "NewMessageRequest", required: true },
         responses: {
           200: start
             ? { description: "The conversation record and the events of the greeting.", json: "StartConversationResponse" }
-            : { description: "The events the message produced.", json: "NewMessageResponse" },
+            : {
+                description: "The events the message produced (with an `Idempotency-Key` already answered, that answer again).",
+                json: "NewMessageResponse",
+                optionalHeaders: ["Idempotent-Replayed"],
+              },
         },
         errors: [
           "channel_not_found",
@@ -436,7 +459,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
           "runtime_error",
           ...JSON_BODY,
           ...SIGNATURE,
-          ...(start ? [] : (["conversation_not_found"] as const)),
+          ...(start ? [] : (["conversation_not_found", ...IDEMPOTENCY] as const)),
         ],
         counted: true,
       },

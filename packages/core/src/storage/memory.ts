@@ -1,3 +1,4 @@
+import { memoryIdempotencyStore } from "./memory-idempotency.js";
 import { memoryRunStreams } from "./memory-streams.js";
 import type {
   ApiKeyRecord,
@@ -5,8 +6,8 @@ import type {
   AuditQuery,
   BeginRunInput,
   ChannelPatch,
-  ChannelRecord,
   ChannelQuery,
+  ChannelRecord,
   ClaimedTurn,
   ClaimTurnInput,
   CompleteRunInput,
@@ -321,6 +322,7 @@ export function memoryStorage(): Storage {
 
   const storage: Storage = {
     runStreams,
+    idempotency: memoryIdempotencyStore(() => open()),
 
     async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
       open();
@@ -519,13 +521,13 @@ export function memoryStorage(): Storage {
       return tenants.size;
     },
 
-    async createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void> {
-      transaction(() => {
     async listTenants(): Promise<TenantRecord[]> {
       open();
       return [...tenants.values()].sort(byCreation).map((row) => ({ ...row }));
     },
 
+    async createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void> {
+      transaction(() => {
         insertChannel(channel);
         insertKey(key);
         insertAudit(audit);
@@ -538,14 +540,14 @@ export function memoryStorage(): Storage {
       return row ? rowToChannel(row) : null;
     },
 
-    async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
-      open();
     async listChannels(query: ChannelQuery = {}): Promise<ChannelRecord[]> {
       open();
       const rows = [...channels.values()].filter((row) => query.tenantId === undefined || row.tenantId === query.tenantId);
       return rows.sort(byCreation).map(rowToChannel);
     },
 
+    async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
+      open();
       const id = channelsByClientId.get(clientId);
       const row = id === undefined ? undefined : channels.get(id);
       return row ? rowToChannel(row) : null;
@@ -617,13 +619,13 @@ function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-function channelToRow(channel: ChannelRecord): ChannelRow {
-  return {
 /** Oldest first, by creation time then id: the order of {@link Storage.listTenants} and {@link Storage.listChannels}. */
 function byCreation(a: { createdAt: string; id: string }, b: { createdAt: string; id: string }): number {
   return compare(a.createdAt, b.createdAt) || compare(a.id, b.id);
 }
 
+function channelToRow(channel: ChannelRecord): ChannelRow {
+  return {
     id: channel.id,
     tenantId: channel.tenantId,
     name: channel.name,

@@ -382,6 +382,76 @@ export interface RunStreamStore {
   prune(before: string): Promise<void>;
 }
 
+/** A keyed request's answer, as stored for its replays. */
+export interface IdempotentResponse {
+  /** The HTTP status answered. */
+  status: number;
+  /** `json`: `body` is the JSON document; `stream`: `body` is the stream's SSE frames, from `data-run` to its last event. */
+  kind: "json" | "stream";
+  body: string;
+}
+
+/**
+ * A request sent with an `Idempotency-Key` (see docs/api.md, "Idempotent requests"), as
+ * stored under its channel and key: the hash of its body, who holds it while it runs, then
+ * its answer. Never the body itself.
+ */
+export interface IdempotencyRecord {
+  channelId: string;
+  key: string;
+  /** Lowercase hex SHA-256 of the operation and the request's body. */
+  requestHash: string;
+  /** The claim of the request holding the key: a random value per request. */
+  token: string;
+  /** `running` while the request that claimed the key runs; `done` once its answer is stored. */
+  state: "running" | "done";
+  /** ISO 8601 time the key was claimed. */
+  createdAt: string;
+  /** ISO 8601 time after which the key is free again (a day after `createdAt`). */
+  expiresAt: string;
+  /** ISO 8601 time until which the request holding the key vouches for it; renewed while it runs. */
+  lockedUntil: string;
+  /** Its answer, once `done`. */
+  response: IdempotentResponse | null;
+}
+
+/** A request claiming a key: {@link IdempotencyStore.claim}. */
+export interface IdempotencyClaim {
+  channelId: string;
+  key: string;
+  requestHash: string;
+  token: string;
+  /** ISO 8601 now, by the caller's clock. */
+  now: string;
+  expiresAt: string;
+  lockedUntil: string;
+}
+
+/**
+ * Where the keys of idempotent requests are kept, shared by every instance on the database,
+ * so that a key sent to two instances runs once. A key is scoped to its channel. Every
+ * method is one statement.
+ */
+export interface IdempotencyStore {
+  /**
+   * Claims the key for a request (`running`, held by `token`): when no record has it, when
+   * its record expired (`expiresAt` passed, and it is not held by a request still running),
+   * or when the request holding it let its lease lapse (`lockedUntil` passed) and this one
+   * has the same `requestHash`. Returns `null` when claimed, else the record as it is (another
+   * request's: running, or done with its answer). Of requests claiming one key at once, on
+   * any instance, one claims it.
+   */
+  claim(claim: IdempotencyClaim): Promise<IdempotencyRecord | null>;
+  /** Extends the lease of a key held by `token`; false when it no longer holds it. */
+  renew(channelId: string, key: string, token: string, lockedUntil: string): Promise<boolean>;
+  /** Stores the answer of the request holding the key with `token` (`done`); false when it no longer holds it. */
+  complete(channelId: string, key: string, token: string, response: IdempotentResponse): Promise<boolean>;
+  /** Frees a key held by `token` that has no answer (its request failed, or its run was stopped before its end). */
+  release(channelId: string, key: string, token: string): Promise<void>;
+  /** Deletes the records that expired before `before`, except a key still held by a request running. */
+  prune(before: string): Promise<void>;
+}
+
 /** A key with the channel it opens, as found by one lookup on the request path. */
 export interface KeyWithChannel {
   key: ApiKeyRecord;
@@ -442,6 +512,12 @@ export interface AuditQuery {
   before?: { timestamp: string; id: string };
 }
 
+/** Which channels {@link Storage.listChannels} reads. */
+export interface ChannelQuery {
+  /** Only this tenant's channels; every tenant's when absent. */
+  tenantId?: string;
+}
+
 /** The operations core needs from a database. */
 export interface Storage {
   /** Finds a key by the hash of its string, with its channel, in one query. */
@@ -498,26 +574,26 @@ export interface Storage {
   readonly rateLimits?: RateLimitStore;
   /** Where streams of resumable channels are recorded; without one, no stream can be resumed. */
   readonly runStreams?: RunStreamStore;
+  /** Where the keys of idempotent requests are kept; without one, each process keeps them in its memory. */
+  readonly idempotency?: IdempotencyStore;
 
   /** Creates a tenant; with `audit`, records the event in the same transaction. */
   createTenant(tenant: TenantRecord, audit?: AuditEventRecord): Promise<void>;
   findTenant(id: string): Promise<TenantRecord | null>;
   countTenants(): Promise<number>;
+  /** Every tenant, oldest first (by `createdAt`, then `id`). */
+  listTenants(): Promise<TenantRecord[]>;
   /** Creates a channel and its first key (and records `audit`) in one transaction. */
   createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void>;
   findChannel(id: string): Promise<ChannelRecord | null>;
   /** The webhook channel whose public `client_id` this is. */
   findChannelByClientId(clientId: string): Promise<ChannelRecord | null>;
+  /** Channels, archived ones included, oldest first (by `createdAt`, then `id`): one tenant's with `tenantId`, else every tenant's. */
+  listChannels(query?: ChannelQuery): Promise<ChannelRecord[]>;
   /**
    * Applies a patch to a channel that is not archived (archived is final) and records
    * `audit` with it, in one transaction. Null, changing nothing, when no such channel exists
    * or it is archived.
-/** Which channels {@link Storage.listChannels} reads. */
-export interface ChannelQuery {
-  /** Only this tenant's channels; every tenant's when absent. */
-  tenantId?: string;
-}
-
    */
   updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null>;
   /**
@@ -535,7 +611,3 @@ export interface ChannelQuery {
   migrate(): Promise<void>;
   close(): Promise<void>;
 }
-  /** Every tenant, oldest first (by `createdAt`, then `id`). */
-  listTenants(): Promise<TenantRecord[]>;
-  /** Channels, archived ones included, oldest first (by `createdAt`, then `id`): one tenant's with `tenantId`, else every tenant's. */
-  listChannels(query?: ChannelQuery): Promise<ChannelRecord[]>;

@@ -1,33 +1,59 @@
+import type { z } from "zod";
 import { authenticateRequest } from "../../auth/authenticate.js";
 import { checkChannelSignature } from "../../auth/channel-signature.js";
-import type { ServiceContext } from "../../context.js";
+import type { RegisteredFlow, ServiceContext } from "../../context.js";
 import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
+import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
 import { runDocument } from "../../runs/json.js";
 import { runToEnd, startRun } from "../../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
+import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { channelFlow } from "../flow.js";
 import { findOwnConversation } from "./conversation.js";
 import { executeRequestSchema } from "./schemas.js";
 
-/** `POST /public/v1/api/execute`: runs the channel's flow, answering JSON or the UI message stream. */
+type ExecuteRequest = z.infer<typeof executeRequestSchema>;
+
+/**
+ * `POST /public/v1/api/execute`: runs the channel's flow, answering JSON or the UI message
+ * stream. With an `Idempotency-Key`, once per key: a retry gets the first answer (docs/api.md).
+ */
 export async function execute(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
   const { channel } = await authenticateRequest(request, ctx);
   requireJsonContentType(request);
   const body = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, body, ctx);
-  const input = validate(executeRequestSchema, parseJson(body));
+  const key = idempotencyKeyOf(request);
+  const parsed = parseJson(body);
+  const input = validate(executeRequestSchema, parsed);
 
   const existing = input.conversation_id ? await findOwnConversation(ctx.storage, channel, input.conversation_id) : null;
   const registered = channelFlow(ctx, channel);
+  // Without a key, nothing more than today: no closure, no statement.
+  if (key === null) return run(request, ctx, channel, registered, existing, input, null);
+  return answerOnce(ctx, request, { channelId: channel.id, operation: "execute", key, body: parsed }, (kept) =>
+    run(request, ctx, channel, registered, existing, input, kept),
+  );
+}
 
+/** Runs the flow and answers; `kept` keeps the answer of a request with a key. */
+async function run(
+  request: IncomingRequest,
+  ctx: ServiceContext,
+  channel: ChannelRecord,
+  registered: RegisteredFlow,
+  existing: ConversationRecord | null,
+  input: ExecuteRequest,
+  kept: KeptAnswer | null,
+): Promise<Reply> {
   const live = input.stream ?? channel.defaultStream;
   // On a channel with resumable streams, a run goes on when its client leaves, and its
   // stream is recorded even when it is answered as JSON: any run can be followed and cancelled.
   const recorded = ctx.streams.records(channel);
-  const run = await startRun(ctx, {
+  let started = await startRun(ctx, {
     channel,
     flow: registered,
     conversation: existing,
@@ -38,10 +64,20 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
     recorded,
   });
   if (recorded) {
-    if (!live) return json(runDocument(await ctx.streams.recordToEnd(run), channel, registered));
-    return ctx.streams.record(run);
+    if (!live) {
+      const outcome = await ctx.streams.recordToEnd(started);
+      const reply = json(runDocument(outcome, channel, registered));
+      return kept ? kept.whole(outcome, reply, false) : reply;
+    }
+    return ctx.streams.record(kept ? kept.stream(started, false) : started);
   }
-  if (!live) return json(runDocument(await runToEnd(run), channel, registered));
-  const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
-  return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
+  if (!live) {
+    const outcome = await runToEnd(started);
+    const reply = json(runDocument(outcome, channel, registered));
+    return kept ? kept.whole(outcome, reply, !channel.resumableStreams) : reply;
+  }
+  if (kept) started = kept.stream(started, true);
+  const runId = started.runId;
+  const stream = uiMessageStream(started, (error) => ctx.logger.error(`channelkit: run ${runId} could not be stored`, error));
+  return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: kept ? kept.watch(stream) : stream };
 }

@@ -24,7 +24,8 @@ export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } 
   return {
     name: "api-channel",
     routes: [
-      { method: "OPTIONS", path: EXECUTE_PATH, handle: () => preflight("POST, OPTIONS") },
+      // A browser's execute may carry an Idempotency-Key (@channelkit/client sends one).
+      { method: "OPTIONS", path: EXECUTE_PATH, handle: () => preflight("POST, OPTIONS", "Authorization, Content-Type, Idempotency-Key") },
       { method: "POST", path: EXECUTE_PATH, handle: (request, _params, ctx) => execute(request, ctx) },
       // Browsers reading history with a publishable key send a preflight too.
       { method: "OPTIONS", path: HISTORY_PATH, handle: () => preflight("GET, OPTIONS") },

@@ -3,7 +3,9 @@ import { ServiceError } from "../../http/errors.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
+import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
 import { runToEnd, startRun } from "../../runs/start.js";
+import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { canonicalId } from "../api/conversation.js";
 import { channelFlow } from "../flow.js";
 import { webhookRequest } from "./channel.js";
@@ -13,10 +15,12 @@ import { newMessageSchema } from "./schemas.js";
 /**
  * `POST /channels/webhook/{client_id}/newMessage`: runs the flow on the user's input in a
  * conversation of this channel, answered whole: `{ conversation: { newEvents } }`. Runs of
- * one conversation take turns, as on execute.
+ * one conversation take turns, as on execute. With an `Idempotency-Key`, once per key, as
+ * execute (docs/webhook.md).
  */
 export async function newMessage(request: IncomingRequest, clientId: string, ctx: ServiceContext): Promise<Reply> {
   const { channel, body } = await webhookRequest(request, clientId, ctx);
+  const key = idempotencyKeyOf(request);
   const input = validate(newMessageSchema, body);
   // Another channel's conversation is as unknown as one that does not exist: a client id
   // opens its own conversations only.
@@ -24,15 +28,31 @@ export async function newMessage(request: IncomingRequest, clientId: string, ctx
   if (!conversation || conversation.channelId !== channel.id || conversation.tenantId !== channel.tenantId) {
     throw new ServiceError("conversation_not_found");
   }
+  if (key === null) return answer(request, ctx, channel, conversation, input.userInput, null);
+  return answerOnce(ctx, request, { channelId: channel.id, operation: "newMessage", key, body }, (kept) =>
+    answer(request, ctx, channel, conversation, input.userInput, kept),
+  );
+}
+
+/** Runs the flow on the user's input and answers its new events; `kept` keeps the answer of a request with a key. */
+async function answer(
+  request: IncomingRequest,
+  ctx: ServiceContext,
+  channel: ChannelRecord,
+  conversation: ConversationRecord,
+  userInput: string,
+  kept: KeptAnswer | null,
+): Promise<Reply> {
   const run = await startRun(ctx, {
     channel,
     flow: channelFlow(ctx, channel),
     conversation,
-    payload: input.userInput,
+    payload: userInput,
     metadata: {},
     request,
     live: false,
   });
   const outcome = await runToEnd(run);
-  return json({ conversation: { newEvents: botMessages(outcome) } });
+  const reply = json({ conversation: { newEvents: botMessages(outcome) } });
+  return kept ? kept.whole(outcome, reply, true) : reply;
 }
