@@ -1,5 +1,5 @@
 import { SignJWT } from "jose";
-import { UsageError } from "./usage.js";
+import { UsageError } from "./errors.js";
 
 /**
  * An HS256 admin token signed with `CHANNELKIT_ADMIN_JWT_SECRET`, granting `tenantIds` (and

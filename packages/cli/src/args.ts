@@ -1,18 +1,18 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { UsageError } from "./usage.js";
+import { UsageError } from "./errors.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
 /** What {@link parse} returns, spelled out: the shipped declarations cannot name node:util's own types. */
 type Parsed<O extends Options> = ReturnType<
-  typeof parseArgs<{ args: string[]; options: { db: { type: "string" } } & O; allowPositionals: boolean; strict: true }>
+  typeof parseArgs<{ args: string[]; options: { db: { type: "string" }; config: { type: "string" } } & O; allowPositionals: boolean; strict: true }>
 >;
 
-/** Parses a command's arguments strictly: an unknown option is a usage error, not ignored. */
+/** Parses a command's arguments strictly: an unknown option is a usage error, not ignored. Every command takes `--db` and `--config`. */
 export function parse<O extends Options>(args: string[], options: O, positionals = 0): Parsed<O> {
   let parsed: Parsed<O>;
   try {
-    parsed = parseArgs({ args, options: { db: { type: "string" }, ...options }, allowPositionals: positionals > 0, strict: true });
+    parsed = parseArgs({ args, options: { db: { type: "string" }, config: { type: "string" }, ...options }, allowPositionals: positionals > 0, strict: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

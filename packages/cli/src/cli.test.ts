@@ -9,11 +9,12 @@ import { sqlite } from "@channelkit/kysely";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "./main.js";
-import { ensureBuilt, killAll, startServe } from "./test-process.js";
+import { ensureBuilt, killAll, makeApp, startServe } from "./test-process.js";
 
 const MASTER_KEY = randomBytes(32).toString("hex");
 const JWT_SECRET = "test-admin-jwt-secret-0123456789";
 const files: string[] = [];
+const apps: { remove(): Promise<void> }[] = [];
 
 function tempDb(): string {
   const file = join(tmpdir(), `channelkit-cli-${randomUUID()}.db`);
@@ -22,6 +23,8 @@ function tempDb(): string {
 }
 
 afterAll(async () => {
+  await killAll();
+  await Promise.all(apps.map((app) => app.remove()));
   await Promise.all(files.flatMap((file) => ["", "-wal", "-shm", ".demo-widget.json"].map((suffix) => rm(`${file}${suffix}`, { force: true }))));
 });
 
@@ -365,6 +368,43 @@ describe("channelkit channel update, rotate-key, rotate-signing-secret", () => {
   });
 });
 
+describe("channelkit tenant list, channel list, channel show", () => {
+  it("list tenants and channels and show one as JSON, oldest first, never a key or a secret", async () => {
+    const db = tempDb();
+    expect((await cli(["tenant", "list", "--db", db])).json()).toEqual({ tenants: [] });
+    expect((await cli(["channel", "list", "--db", db])).json()).toEqual({ channels: [] });
+    const acme = (await cli(["tenant", "create", "--name", "Acme", "--db", db])).json().tenant;
+    const globex = (await cli(["tenant", "create", "--name", "Globex", "--db", db])).json().tenant;
+    const tenants = (await cli(["tenant", "list", "--db", db])).json().tenants as { id: string }[];
+    expect(tenants).toHaveLength(2);
+    expect(tenants).toEqual(expect.arrayContaining([acme, globex]));
+
+    const api = await channel(db, acme.id, "--require-signature", "--name", "Support");
+    const hook = await channel(db, acme.id, "--type", "webhook");
+    const other = await channel(db, globex.id);
+    const shown = await cli(["channel", "show", api.channel.id, "--db", db]);
+    expect(shown.code).toBe(0);
+    expect(shown.json()).toEqual({ channel: api.channel });
+
+    const listed = (await cli(["channel", "list", "--tenant", acme.id, "--db", db])).json().channels as { id: string }[];
+    expect(listed.map((c) => c.id).sort()).toEqual([api.channel.id, hook.channel.id].sort());
+    expect(listed.find((c) => c.id === hook.channel.id)).toEqual(hook.channel);
+    const all = (await cli(["channel", "list", "--db", db])).json().channels as { id: string }[];
+    expect(all.map((c) => c.id).sort()).toEqual([api.channel.id, hook.channel.id, other.channel.id].sort());
+    const printed = JSON.stringify(all);
+    for (const secret of [api.api_key, api.signing_secret, hook.api_key, hook.signing_secret, other.api_key]) expect(printed).not.toContain(secret);
+
+    const unknown = await cli(["channel", "list", "--tenant", randomUUID(), "--db", db]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.error().error).toMatchObject({ code: "validation_error", message: expect.stringContaining("No tenant exists") });
+    const missing = await cli(["channel", "show", randomUUID(), "--db", db]);
+    expect(missing.code).toBe(1);
+    expect(missing.error().error.code).toBe("channel_not_found");
+    expect((await cli(["channel", "show", "--db", db])).code).toBe(2);
+    expect((await cli(["tenant", "list", "extra", "--db", db])).code).toBe(2);
+  });
+});
+
 describe("channelkit admin-token", () => {
   const key = new TextEncoder().encode(JWT_SECRET);
 
@@ -522,40 +562,113 @@ describe("channelkit serve --livechat", () => {
 });
 
 describe("channelkit serve: SIGTERM drains", () => {
-  it("lets a run in flight finish within --drain-ms, stores the rest cancelled, exits 0", async () => {
-    for (const [drain, outcome] of [
-      ["10000", "success"],
-      ["200", "cancelled"],
-    ] as const) {
-      const db = tempDb();
-      const { api_key } = await channel(db, await tenant(db), "--flow", "slow");
-      const server = await startServe(["--db", db, "--port", "0", "--drain-ms", drain], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
-      const response = await fetch(`${server.url}/public/v1/api/execute`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${api_key}`, "Content-Type": "application/json" },
-        body: JSON.stringify({ payload: "go", stream: true }),
-      });
-      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-      const first = new TextDecoder().decode((await reader.read()).value);
-      const runId = /"run_id":"([^"]+)"/.exec(first)?.[1] as string;
-      server.child.kill("SIGTERM");
+  /** Starts a slow stream (5 s: 50 words 100 ms apart) on a new server, and reads its first event. */
+  async function slowStream(args: string[]) {
+    const db = tempDb();
+    const { api_key } = await channel(db, await tenant(db), "--flow", "slow");
+    const server = await startServe(["--db", db, "--port", "0", ...args], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+    const response = await fetch(`${server.url}/public/v1/api/execute`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${api_key}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ payload: "go", stream: true }),
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    const runId = /"run_id":"([^"]+)"/.exec(first)?.[1] as string;
+    /** The rest of the stream, to its end. */
+    const rest = async () => {
       let text = first;
       for (;;) {
         const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-        if (done) break;
+        if (done) return text;
         text += new TextDecoder().decode(value);
       }
-      expect(await server.exited).toBe(0);
-      // Stopped accepting at once: a new connection is refused.
-      await expect(fetch(`${server.url}/public/widget/config`)).rejects.toThrow();
+    };
+    const status = async () => {
       const storage = sqlite(db);
       try {
-        expect((await storage.findRun(runId))?.status, drain).toBe(outcome);
+        return (await storage.findRun(runId))?.status;
       } finally {
         await storage.close();
       }
-      if (outcome === "success") expect(text).toContain('"type":"finish"');
+    };
+    return { server, rest, status };
+  }
+
+  it("lets a run in flight finish within --drain-ms, stores the rest cancelled, exits 0 within the bound", async () => {
+    for (const [drain, signal, outcome] of [
+      ["10000", "SIGTERM", "success"],
+      ["300", "SIGINT", "cancelled"],
+    ] as const) {
+      const { server, rest, status } = await slowStream(["--drain-ms", drain]);
+      const signalled = Date.now();
+      server.child.kill(signal);
+      // Stopped accepting at once: a new connection is refused while the run drains.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await expect(fetch(`${server.url}/public/widget/config`)).rejects.toThrow();
+      const text = await rest();
+      expect(await server.exited).toBe(0);
+      const took = Date.now() - signalled;
+      expect(await status(), drain).toBe(outcome);
+      if (outcome === "success") {
+        // The stream ran to its end (under 5 s after the signal), well within the drain.
+        expect(text).toContain('"type":"finish"');
+        expect(took).toBeLessThan(5500);
+      } else {
+        // Cut at the end of the drain, long before its last word; the process exits soon after.
+        expect(text).toContain('"delta":"word1 "');
+        expect(text).not.toContain("word50");
+        expect(took).toBeGreaterThanOrEqual(300);
+        expect(took).toBeLessThan(300 + 2000);
+      }
+      expect(server.lines).toContain(`${signal}: stopping; runs in flight have ${drain} ms to finish (--drain-ms)`);
     }
+  }, 30_000);
+
+  it("a second signal stops at once, exit 1 with the envelope", async () => {
+    const { server, status } = await slowStream(["--drain-ms", "10000"]);
+    server.child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const signalled = Date.now();
+    server.child.kill("SIGINT");
+    expect(await server.exited).toBe(1);
+    expect(Date.now() - signalled).toBeLessThan(1000);
+    const { error } = JSON.parse(server.stderr().trim().split("\n").at(-1) as string) as { error: { code: string; message: string } };
+    expect(error.code).toBe("shutdown_interrupted");
+    expect(error.message).toMatch(/^SIGINT again: stopped at once/);
+    // Left running, as after a crash: its conversation's next run takes its turn over once its lease lapses.
+    expect(await status()).toBe("running");
+  }, 30_000);
+
+  it("is bounded: a close that never ends (a storage that hangs) stops the process after --drain-ms and 5 s more, exit 1", async () => {
+    const dir = await makeApp({
+      "channelkit.config.mjs": `import { demoFlows } from "@channelkit/core/demo";
+import { sqlite } from "@channelkit/kysely";
+
+const storage = sqlite(process.env.APP_DB);
+// A storage whose close() never ends, for serve only (the other commands close theirs).
+const hanging = new Proxy(storage, {
+  get(target, name) {
+    if (name === "close" && process.argv.includes("serve")) return () => new Promise(() => {});
+    const value = Reflect.get(target, name, target);
+    return typeof value === "function" ? value.bind(target) : value;
+  },
+});
+export default { storage: hanging, flows: demoFlows };
+`,
+    });
+    apps.push(dir);
+    const env = { CHANNELKIT_SECRET_KEY: MASTER_KEY, APP_DB: join(dir.path, "app.db") };
+    const server = await startServe(["--port", "0", "--drain-ms", "200"], env, 15_000, { cwd: dir.path });
+    const signalled = Date.now();
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(1);
+    const took = Date.now() - signalled;
+    expect(took).toBeGreaterThanOrEqual(200 + 5000);
+    expect(took).toBeLessThan(200 + 5000 + 1500);
+    const { error } = JSON.parse(server.stderr().trim().split("\n").at(-1) as string) as { error: { code: string; message: string } };
+    expect(error.code).toBe("shutdown_timeout");
+    expect(error.message).toMatch(/^the service did not close within --drain-ms \(200 ms\) and 5000 ms more/);
   }, 30_000);
 });
 
@@ -632,25 +745,25 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
     const result = await cli([...args, "--db", db]);
     expect(result.code).toBe(2);
     expect(result.out).toEqual([]);
-    const text = result.err.join("\n");
-    expect(text).toContain(`channelkit: `);
-    expect(text).toContain(message);
-    expect(text).toContain("Usage: channelkit <command>");
+    // The envelope on the first line, then the usage.
+    const [first, ...rest] = result.err.join("\n").split("\n");
+    const { error } = JSON.parse(first as string) as { error: { code: string; message: string } };
+    expect(error.code).toBe("usage_error");
+    expect(error.message).toContain(message);
+    expect(rest.join("\n")).toContain("Usage: channelkit <command>");
   });
 });
 
-describe("channelkit: every error line carries the prefix once", () => {
-  /** Asserts each stderr line begins with `channelkit: ` exactly once; returns them. */
-  function expectPrefixedOnce(err: string[]): string[] {
-    const lines = err.map((entry) => entry.split("\n")[0] as string);
-    for (const line of lines) {
-      expect(line).toMatch(/^channelkit: /);
-      expect(line).not.toMatch(/^channelkit: channelkit:/);
-    }
-    return lines;
+describe("channelkit: every error is the envelope, without a doubled prefix", () => {
+  /** The one line of stderr as the envelope: the prefix is never in its message. */
+  function envelopeOf(err: string[]): { code: string; message: string } {
+    expect(err).toHaveLength(1);
+    const { error } = JSON.parse(err[0] as string) as { error: { code: string; message: string } };
+    expect(error.message).not.toMatch(/^channelkit: /);
+    return error;
   }
 
-  it("a library error that already starts with the prefix (a failed migration)", async () => {
+  it("a library error that starts with the prefix (a failed migration)", async () => {
     const db = tempDb();
     // A table of the first migration, made outside it: the migration fails on it.
     const storage = sqlite(db);
@@ -659,23 +772,21 @@ describe("channelkit: every error line carries the prefix once", () => {
     const result = await cli(["migrate", "--db", db]);
     expect(result.code).toBe(1);
     expect(result.out).toEqual([]);
-    expect(expectPrefixedOnce(result.err)).toEqual(['channelkit: migration 0001_initial failed: table "tenants" already exists']);
+    expect(envelopeOf(result.err)).toEqual({ code: "database_error", message: 'migration 0001_initial failed: table "tenants" already exists' });
   });
 
   it("an error without it (a database that cannot be opened)", async () => {
     const result = await cli(["migrate", "--db", join(tmpdir(), `channelkit-missing-${randomUUID()}`, "x.db")]);
     expect(result.code).toBe(1);
-    expect(expectPrefixedOnce(result.err)).toEqual(["channelkit: Cannot open database because the directory does not exist"]);
+    expect(envelopeOf(result.err)).toEqual({ code: "database_error", message: "Cannot open database because the directory does not exist" });
   });
 
-  it("a usage error, and the service's warning", async () => {
-    const usage = await cli(["frobnicate"]);
-    expect(usage.code).toBe(2);
-    expect(expectPrefixedOnce(usage.err)).toEqual(["channelkit: Unknown command: frobnicate"]);
+  it("a warning is a log line with the prefix once, not an error", async () => {
     const warned = await cli(["tenant", "create", "--name", "A", "--db", tempDb()], { CHANNELKIT_SECRET_KEY: undefined });
     expect(warned.code).toBe(0);
-    expect(expectPrefixedOnce(warned.err)).toHaveLength(1);
+    expect(warned.err).toHaveLength(1);
     expect(warned.err[0]).toMatch(/^channelkit: WARNING: no master key configured/);
+    expect(warned.err[0]).not.toMatch(/^channelkit: channelkit:/);
   });
 });
 
@@ -754,6 +865,18 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
       second.lines.find((l) => l.startsWith("Widget: open")),
       second.lines.join("\n"),
     ).toContain(key);
+    // No key again (only its hash is stored), but the channels' ids and a rotate-key line that works as printed.
+    const { channels } = (await cli(["channel", "list", "--db", db])).json() as { channels: { id: string; name: string }[] };
+    const echo = channels.find((c) => c.name === "Demo echo");
+    expect(second.lines).toContain(
+      `Demo: the database already has tenants; no new key was created. Its channels (all of them: npx channelkit channel list --db ${db}):`,
+    );
+    for (const c of channels) expect(second.lines.some((line) => line.startsWith(`  ${c.id}  flow echo, api, `))).toBe(true);
+    const rotate = second.lines.find((line) => line.startsWith("  npx channelkit channel rotate-key "));
+    expect(rotate).toBe(`  npx channelkit channel rotate-key ${echo?.id} --db ${db}`);
+    const rotated = await cli((rotate as string).trim().split(" ").slice(2));
+    expect(rotated.code).toBe(0);
+    expect(rotated.json().channel.id).toBe(echo?.id);
     expect(await (await fetch(`${second.url}/`)).text()).toContain(key);
     const again = await fetch(`${second.url}/public/widget/config`, {
       headers: { authorization: `Bearer ${key}`, origin: second.url.replace("127.0.0.1", "localhost") },

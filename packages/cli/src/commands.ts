@@ -1,110 +1,37 @@
-import {
-  channelRateLimitsWireSchema,
-  serviceRateLimitsWireSchema,
-  type ServiceRateLimits,
-  type TrustProxy,
-  type AdminAuthOptions,
-  adminApi,
-  type ChannelAdmin,
-  type ChannelPlugin,
-  type ChannelService,
-  createChannelService,
-  type LiveChatProvider,
-  liveChatInbox,
-  liveChatWebhookBridge,
-} from "@channelkit/core";
-import { widgetAsset } from "@channelkit/widget/plugin";
-import { demoFlows } from "@channelkit/core/demo";
+import { channelRateLimitsWireSchema, type ChannelAdmin, isServiceError, ServiceError, serviceRateLimitsWireSchema } from "@channelkit/core";
 import { serve } from "@channelkit/node";
-import { booleanValue, integerValue, jsonValue, oneOf, parse, rateLimitsValue, required } from "./args.js";
+import { widgetAsset } from "@channelkit/widget/plugin";
 import { signAdminToken } from "./admin-token.js";
+import { booleanValue, integerValue, jsonValue, oneOf, parse, rateLimitsValue, required } from "./args.js";
+import { findConfig } from "./config.js";
 import { type DemoWidget, provisionDemo } from "./demo.js";
 import { demoPage } from "./demo-page.js";
-import { openStorage, resolveDb } from "./storage.js";
-import { errorLine, UsageError } from "./usage.js";
+import { CliError, logLine, reportError, UsageError } from "./errors.js";
+import { demoFlowsHint, type Host, type HostFlags, type Io, openHost, openHostStorage } from "./host.js";
 
-/** Where a command writes; tests pass their own. */
-export interface Io {
-  env: NodeJS.ProcessEnv;
-  out(line: string): void;
-  err(line: string): void;
-}
+export type { Io } from "./host.js";
 
 const ENVIRONMENTS = ["prod", "dev", "staging"] as const;
 
-/** Admin token verification from the environment (docs/security.md); `development` from `serve --admin-dev-mode`. */
-function adminOptions(env: NodeJS.ProcessEnv, development: boolean): AdminAuthOptions {
-  const list = (value: string | undefined) => {
-    const items = value
-      ?.split(",")
-      .map((item) => item.trim())
-      .filter(Boolean);
-    return items && items.length > 1 ? items : items?.[0];
-  };
-  const options: AdminAuthOptions = {};
-  if (env.CHANNELKIT_ADMIN_JWT_SECRET) options.secret = env.CHANNELKIT_ADMIN_JWT_SECRET;
-  if (env.CHANNELKIT_ADMIN_JWKS_URL) options.jwksUrl = env.CHANNELKIT_ADMIN_JWKS_URL;
-  const issuer = list(env.CHANNELKIT_ADMIN_JWT_ISSUER);
-  if (issuer !== undefined) options.issuer = issuer;
-  const audience = list(env.CHANNELKIT_ADMIN_JWT_AUDIENCE);
-  if (audience !== undefined) options.audience = audience;
-  if (development) options.development = true;
-  return options;
-}
-
-/** The service every command works through, on the database of `--db`; `serve` mounts the admin routes. */
-async function openService(
-  db: string | undefined,
-  io: Io,
-  serving?: {
-    turnLeaseMs?: number;
-    adminDevMode: boolean;
-    livechat: LiveChatChoice;
-    plugins: ChannelPlugin[];
-    rateLimits: Partial<ServiceRateLimits> | false;
-    trustProxy: TrustProxy;
-  },
-): Promise<ChannelService> {
-  const storage = await openStorage(resolveDb(db, io.env));
-  // One options object for the admin routes and the inbox: they verify the same tokens.
-  const admin = adminOptions(io.env, serving?.adminDevMode ?? false);
-  return createChannelService({
-    storage,
-    turnLeaseMs: serving?.turnLeaseMs,
-    ...(serving ? { rateLimits: serving.rateLimits, trustProxy: serving.trustProxy } : {}),
-    plugins: serving ? [adminApi(admin), ...serving.plugins] : [],
-    livechat: serving ? liveChatProvider(serving.livechat, admin, io.env) : undefined,
-    flows: demoFlows,
-    secretKey: io.env.CHANNELKIT_SECRET_KEY,
-    logger: { warn: (m) => io.err(errorLine(m)), error: (m, ...d) => io.err([errorLine(m), ...d.map(String)].join(" ")) },
-  });
-}
-
-/** Where `serve` sends handovers: the inbox (the default), a help desk through the webhook bridge, or nowhere. */
-type LiveChatChoice = "inbox" | "bridge" | "off";
+/** How long `serve` may take to close after `--drain-ms`, storing what the drain cancelled, before it stops without it. */
+const CLOSE_GRACE_MS = 5000;
 
 /**
- * The live-chat provider of `serve`: the inbox, whose agent routes take the admin routes'
- * tokens; the webhook bridge to `CHANNELKIT_LIVECHAT_BRIDGE_URL`, signed with
- * `CHANNELKIT_LIVECHAT_BRIDGE_SECRET`; or none with `off` (a handover is then
- * `livechat_unavailable`).
+ * Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`, then
+ * closes the service. A flow the service does not know is explained: without a config file,
+ * the command knows the demo flows only.
  */
-function liveChatProvider(choice: LiveChatChoice, admin: AdminAuthOptions, env: NodeJS.ProcessEnv): LiveChatProvider | undefined {
-  if (choice === "inbox") return liveChatInbox(admin);
-  if (choice === "off") return undefined;
-  const url = env.CHANNELKIT_LIVECHAT_BRIDGE_URL;
-  const secret = env.CHANNELKIT_LIVECHAT_BRIDGE_SECRET;
-  if (!url || !secret) throw new UsageError("--livechat bridge needs CHANNELKIT_LIVECHAT_BRIDGE_URL and CHANNELKIT_LIVECHAT_BRIDGE_SECRET");
-  return liveChatWebhookBridge({ url, secret });
-}
-
-/** Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`. */
-async function withService<T>(db: string | undefined, io: Io, action: (admin: ChannelAdmin) => Promise<T>): Promise<T> {
-  const service = await openService(db, io);
+async function withAdmin<T>(flags: HostFlags, io: Io, action: (admin: ChannelAdmin, host: Host) => Promise<T>): Promise<T> {
+  const host = await openHost(flags, io);
   try {
-    return await action(service.admin.as("cli"));
+    return await action(host.service.admin.as("cli"), host);
+  } catch (error) {
+    if (isServiceError(error) && error.code === "validation_error" && error.message.startsWith("Unknown flow")) {
+      throw new ServiceError("validation_error", `${error.message}${demoFlowsHint(host, io)}`, { details: error.details });
+    }
+    throw error;
   } finally {
-    await service.close();
+    await host.service.close();
   }
 }
 
@@ -119,20 +46,42 @@ function list(value: string | undefined): string[] | undefined {
     .filter(Boolean);
 }
 
+/** `migrate`: brings the schema of the storage (the config's, else `--db`'s) up to date. */
 export async function migrate(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {});
-  const storage = await openStorage(resolveDb(values.db, io.env));
+  const { storage } = await openHostStorage(values, io);
   await storage.close();
   printJson(io, { migrated: true });
 }
 
+/** `tenant create --name NAME`: prints `{"tenant":{"id","name","created_at"}}`. */
 export async function tenantCreate(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { name: { type: "string" } });
   const name = required("name", values.name);
-  const { tenant } = await withService(values.db, io, (admin) => admin.createTenant({ name }));
+  const { tenant } = await withAdmin(values, io, (admin) => admin.createTenant({ name }));
   printJson(io, { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.createdAt } });
 }
 
+/** `tenant list`: prints `{"tenants":[{"id","name","created_at"},…]}`, oldest first. */
+export async function tenantList(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {});
+  printJson(io, await withAdmin(values, io, (admin) => admin.listTenants()));
+}
+
+/** `channel list [--tenant ID]`: prints `{"channels":[…]}`, each as `channel show` shows it, oldest first. */
+export async function channelList(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, { tenant: { type: "string" } });
+  if (values.tenant === "") throw new UsageError("--tenant takes a tenant ID");
+  printJson(io, await withAdmin(values, io, (admin) => admin.listChannels(values.tenant === undefined ? {} : { tenantId: values.tenant })));
+}
+
+/** `channel show ID`: prints `{"channel":{…}}`, the channel's settings (never its key or signing secret). */
+export async function channelShow(args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, {}, 1);
+  printJson(io, await withAdmin(values, io, (admin) => admin.getChannel(positionals[0] as string)));
+}
+
+/** `channel create --tenant ID --flow NAME …`: prints the channel, its key and its signing secret (shown once). */
 export async function channelCreate(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     tenant: { type: "string" },
@@ -160,9 +109,10 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     languages: list(values.languages),
     name: values.name,
   };
-  printJson(io, await withService(values.db, io, (admin) => admin.createChannel(input)));
+  printJson(io, await withAdmin(values, io, (admin) => admin.createChannel(input)));
 }
 
+/** `channel update ID …`: applies the options given; prints the channel (and a signing secret when signatures were turned on). */
 export async function channelUpdate(args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(
     args,
@@ -201,7 +151,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   if (Object.keys(defined).length === 0) throw new UsageError("channel update needs at least one option to change");
-  printJson(io, await withService(values.db, io, (admin) => admin.updateChannel(positionals[0] as string, defined)));
+  printJson(io, await withAdmin(values, io, (admin) => admin.updateChannel(positionals[0] as string, defined)));
 }
 
 /**
@@ -220,16 +170,19 @@ function liveChatSettings(value: unknown): { livechatMessages?: unknown; livecha
   };
 }
 
+/** `channel rotate-key ID`: prints the new key, shown once; the old one stops working. */
 export async function channelRotateKey(args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, {}, 1);
-  printJson(io, await withService(values.db, io, (admin) => admin.rotateKey(positionals[0] as string)));
+  printJson(io, await withAdmin(values, io, (admin) => admin.rotateKey(positionals[0] as string)));
 }
 
+/** `channel rotate-signing-secret ID`: prints the new signing secret, shown once. */
 export async function channelRotateSigningSecret(args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, {}, 1);
-  printJson(io, await withService(values.db, io, (admin) => admin.rotateSigningSecret(positionals[0] as string)));
+  printJson(io, await withAdmin(values, io, (admin) => admin.rotateSigningSecret(positionals[0] as string)));
 }
 
+/** `audit [--tenant ID] [--channel ID] [--limit 50] [--cursor C]`: a page of the audit trail, newest first. */
 export async function audit(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, { tenant: { type: "string" }, channel: { type: "string" }, limit: { type: "string" }, cursor: { type: "string" } });
   const query = {
@@ -238,9 +191,10 @@ export async function audit(args: string[], io: Io): Promise<void> {
     ...(values.limit === undefined ? {} : { limit: integerValue("limit", values.limit, 1, 200) }),
     ...(values.cursor === undefined ? {} : { cursor: values.cursor }),
   };
-  printJson(io, await withService(values.db, io, (admin) => admin.audit(query)));
+  printJson(io, await withAdmin(values, io, (admin) => admin.audit(query)));
 }
 
+/** `admin-token --tenant ID …`: prints an HS256 admin token signed with `CHANNELKIT_ADMIN_JWT_SECRET`. */
 export async function adminToken(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     tenant: { type: "string" },
@@ -255,11 +209,17 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
   }
   const tenantIds = [...new Set([tenant, ...(list(values.tenants) ?? [])])];
   if ((io.env.CHANNELKIT_ADMIN_JWT_SECRET?.length ?? 0) < 32) {
-    io.err(errorLine("WARNING: CHANNELKIT_ADMIN_JWT_SECRET is shorter than 32 characters: a server in production refuses it (openssl rand -hex 32)."));
+    io.err(logLine("WARNING: CHANNELKIT_ADMIN_JWT_SECRET is shorter than 32 characters: a server in production refuses it (openssl rand -hex 32)."));
   }
   printJson(io, { token: await signAdminToken(io.env, tenantIds, values.org, expires) });
 }
 
+/**
+ * `serve`: serves the service (the config's, else the demo flows on `--db`) until SIGINT or
+ * SIGTERM, which drain it: the server stops accepting, the runs in flight get `--drain-ms` to
+ * finish, those still running are stored `cancelled`, the storage closes, exit 0; at most
+ * `--drain-ms` plus 5 s, else exit 1. A second signal stops it at once (exit 1).
+ */
 export async function serveCommand(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
     port: { type: "string" },
@@ -273,37 +233,83 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "trust-proxy": { type: "string" },
   });
   const rawLimits = values["rate-limits"];
-  const rateLimits = rawLimits === undefined ? {} : rawLimits === "off" ? false : rateLimitsValue("rate-limits", rawLimits, serviceRateLimitsWireSchema);
-  const rawTrust = values["trust-proxy"] ?? "false";
-  const trustProxy = rawTrust === "true" ? true : rawTrust === "false" ? false : integerValue("trust-proxy", rawTrust, 0, 100);
+  const rateLimits = rawLimits === undefined ? undefined : rawLimits === "off" ? false : rateLimitsValue("rate-limits", rawLimits, serviceRateLimitsWireSchema);
+  const rawTrust = values["trust-proxy"];
+  const trustProxy =
+    rawTrust === undefined ? undefined : rawTrust === "true" ? true : rawTrust === "false" ? false : integerValue("trust-proxy", rawTrust, 0, 100);
   const drainMs = integerValue("drain-ms", values["drain-ms"] ?? "10000", 0, 3_600_000);
-  const livechat = oneOf("livechat", values.livechat, ["inbox", "bridge", "off"] as const) ?? "inbox";
+  const livechat = oneOf("livechat", values.livechat, ["inbox", "bridge", "off"] as const);
   const rawPort = values.port ?? io.env.PORT ?? "3000";
   const port = /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : Number.NaN;
   if (!(port >= 0 && port <= 65535)) throw new UsageError(`--port takes a port number from 0 to 65535, not "${rawPort}"`);
-  const host = values.host ?? "127.0.0.1";
+  const hostname = values.host ?? "127.0.0.1";
   const rawLease = values["turn-lease-ms"];
   const turnLeaseMs = rawLease === undefined ? undefined : /^\d{1,9}$/.test(rawLease) ? Number(rawLease) : Number.NaN;
   if (turnLeaseMs !== undefined && !(turnLeaseMs >= 100)) {
     throw new UsageError(`--turn-lease-ms takes a number of milliseconds, 100 or more, not "${rawLease}"`);
   }
+  const file = values.demo ? findConfig(values.config, io.cwd ?? process.cwd()) : null;
+  if (file) throw new UsageError(`--demo serves the demo flows: it cannot be used with ${file.shown} (serve your own service without it)`);
   // The widget's script is served with the routes, so an embed needs nothing else; the demo
   // page at `/` learns its key once the demo is provisioned, after the server listens.
   let demoWidget: DemoWidget | null = null;
   const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
-  const service = await openService(values.db, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, livechat, plugins, rateLimits, trustProxy });
-  const server = await serve(service, { port, host });
-  if (values.demo) demoWidget = await provisionDemo(service, server.url, resolveDb(values.db, io.env), io);
+  const host = await openHost(values, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, livechat, plugins, rateLimits, trustProxy });
+  const { service } = host;
+  let server: Awaited<ReturnType<typeof serve>>;
+  try {
+    server = await serve(service, { port, host: hostname });
+  } catch (error) {
+    await service.close();
+    if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
+      throw new CliError("address_in_use", `${hostname}:${port} is already in use: stop what listens there, or pass another --port`, { cause: error });
+    }
+    throw error;
+  }
+  if (values.demo) demoWidget = await provisionDemo(service, server.url, host.db as string, io);
+  if (host.config) io.out(`${host.config.shown}: flows ${host.flows.join(", ")}`);
   io.out(`listening on ${server.url}`);
+  if (host.basePath) io.out(`  (the routes are under ${server.url}${host.basePath})`);
 
-  const stop = async () => {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.exit(
+        reportError(
+          io.err,
+          new CliError(
+            "shutdown_interrupted",
+            `${signal} again: stopped at once; runs still in flight are stored cancelled when their conversation's next run takes their turn over`,
+          ),
+        ),
+      );
+    }
+    stopping = true;
+    io.out(`${signal}: stopping; runs in flight have ${drainMs} ms to finish (--drain-ms)`);
+    // Bounded: a close that hangs (a database that stopped answering) does not keep the process.
+    setTimeout(() => {
+      process.exit(
+        reportError(
+          io.err,
+          new CliError(
+            "shutdown_timeout",
+            `the service did not close within --drain-ms (${drainMs} ms) and ${CLOSE_GRACE_MS} ms more: stopped without it; runs not yet stored are stored cancelled when their conversation's next run takes their turn over`,
+          ),
+        ),
+      );
+    }, drainMs + CLOSE_GRACE_MS);
     // The server stops accepting first; the runs in flight get --drain-ms to finish, the rest
     // are stored cancelled, and the live-chat subscriptions (which never end by themselves) end.
     const closing = server.close();
-    await service.close({ drainMs });
-    await closing;
-    process.exit(0);
+    closing.catch(() => undefined);
+    service
+      .close({ drainMs })
+      .then(() => closing)
+      .then(
+        () => process.exit(0),
+        (error: unknown) => process.exit(reportError(io.err, error)),
+      );
   };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
 }

@@ -33,9 +33,8 @@ function demoOrigins(url: string): string[] {
 export async function provisionDemo(service: ChannelService, url: string, db: string, io: Io): Promise<DemoWidget | null> {
   const admin = service.admin.as("demo");
   if ((await admin.countTenants()) > 0) {
-    io.out("Demo: the database already has tenants; no new key was created. Make a new one with:");
-    io.out("  npx channelkit channel rotate-key <channel id> --db <this database>");
     const widget = await knownWidget(admin, url, db);
+    await printChannels(admin, db, widget, io);
     if (widget) printWidget(url, widget, io);
     return widget;
   }
@@ -59,6 +58,37 @@ export async function provisionDemo(service: ChannelService, url: string, db: st
   if (sidecar) await writeFile(sidecar, `${JSON.stringify(widget)}\n`);
   printWidget(url, widget, io);
   return widget;
+}
+
+/** How many channels a later start lists; `channel list` prints them all. */
+const LISTED = 10;
+
+/** `--db VALUE` for a command line printed for this database: none for the default, a placeholder for a URL (it may hold a password). */
+function dbFlag(db: string): string {
+  if (db === "./channelkit.db" || db === "channelkit.db") return "";
+  if (/^postgres(ql)?:\/\//.test(db)) return " --db <this database>";
+  return /^[\w./:@%+=,-]+$/.test(db) ? ` --db ${db}` : ` --db '${db.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * On a later start: the channels of the database with their ids (no key is shown again: only
+ * a hash is stored), and the command line that makes a new key for the first server channel.
+ */
+async function printChannels(admin: ChannelAdmin, db: string, widget: DemoWidget | null, io: Io): Promise<void> {
+  const { channels } = await admin.listChannels();
+  const flag = dbFlag(db);
+  io.out(`Demo: the database already has tenants; no new key was created. Its channels (all of them: npx channelkit channel list${flag}):`);
+  for (const channel of channels.slice(0, LISTED)) {
+    const name = channel.name === null ? "" : ` "${channel.name}"`;
+    io.out(
+      `  ${channel.id}  flow ${channel.flow}, ${channel.type}, ${channel.mode}, ${channel.environment}, ${channel.state}${name}, key ${channel.api_key_hint ?? "none"}`,
+    );
+  }
+  if (channels.length > LISTED) io.out(`  ... and ${channels.length - LISTED} more`);
+  const usable = channels.filter((channel) => channel.state !== "archived" && channel.id !== widget?.channelId);
+  const target = usable.find((channel) => channel.mode === "server") ?? usable[0];
+  io.out("Make a new key for one (its old key stops working):");
+  io.out(`  npx channelkit channel rotate-key ${target?.id ?? "<channel id>"}${flag}`);
 }
 
 /** The widget channel a previous start created, with the current origins allowed. */

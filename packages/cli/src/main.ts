@@ -1,23 +1,29 @@
-import { isServiceError } from "@channelkit/core";
 import {
   adminToken,
   audit,
   channelCreate,
+  channelList,
   channelRotateKey,
   channelRotateSigningSecret,
+  channelShow,
   channelUpdate,
   type Io,
   migrate,
   serveCommand,
   tenantCreate,
+  tenantList,
 } from "./commands.js";
-import { errorLine, USAGE, UsageError } from "./usage.js";
+import { reportError, UsageError } from "./errors.js";
+import { USAGE } from "./usage.js";
 
 const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
   serve: serveCommand,
   migrate,
   "tenant create": tenantCreate,
+  "tenant list": tenantList,
   "channel create": channelCreate,
+  "channel list": channelList,
+  "channel show": channelShow,
   "channel update": channelUpdate,
   "channel rotate-key": channelRotateKey,
   "channel rotate-signing-secret": channelRotateSigningSecret,
@@ -26,8 +32,10 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
 };
 
 /**
- * Runs the `channelkit` command and returns its exit code: 0 done, 1 refused (the error is
- * printed as the contract's envelope on stderr), 2 bad command line.
+ * Runs the `channelkit` command and returns its exit code: 0 done, 1 refused, 2 bad command
+ * line. Whatever a command throws is printed here, and only here, as the error envelope
+ * `{"error":{"code","message"}}` on one line of stderr (followed by the usage for a bad
+ * command line).
  */
 export async function main(argv: string[], io: Io): Promise<number> {
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
@@ -42,15 +50,6 @@ export async function main(argv: string[], io: Io): Promise<number> {
     await command(rest, io);
     return 0;
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`${errorLine(error.message)}\n\n${USAGE}`);
-      return 2;
-    }
-    if (isServiceError(error)) {
-      io.err(JSON.stringify({ error: { code: error.code, message: error.message } }));
-      return 1;
-    }
-    io.err(errorLine(error instanceof Error ? error.message : String(error)));
-    return 1;
+    return reportError(io.err, error);
   }
 }

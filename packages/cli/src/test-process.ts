@@ -6,7 +6,9 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
@@ -77,8 +79,13 @@ function childEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv 
   return env;
 }
 
-function start(args: string[], env: Record<string, string | undefined>): { child: ChildProcess; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+/** Where a command runs: the monorepo's root unless `cwd` says otherwise (an app with a config file). */
+export interface StartOptions {
+  cwd?: string;
+}
+
+function start(args: string[], env: Record<string, string | undefined>, options: StartOptions = {}): { child: ChildProcess; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   const exited = new Promise<number | null>((resolve) => {
     child.once("error", () => resolve(null));
@@ -98,8 +105,8 @@ interface CliResult {
 }
 
 /** Runs `channelkit ...args` as its own process and waits for it to end. */
-export async function runCli(args: string[], env: Record<string, string | undefined> = {}): Promise<CliResult> {
-  const { child } = start(args, env);
+export async function runCli(args: string[], env: Record<string, string | undefined> = {}, options: StartOptions = {}): Promise<CliResult> {
+  const { child } = start(args, env, options);
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => {
@@ -117,8 +124,8 @@ export async function runCli(args: string[], env: Record<string, string | undefi
 }
 
 /** Runs a command that must succeed and returns the one JSON document it prints. */
-export async function runCliJson<T = any>(args: string[], env: Record<string, string | undefined> = {}): Promise<T> {
-  const result = await runCli(args, env);
+export async function runCliJson<T = any>(args: string[], env: Record<string, string | undefined> = {}, options: StartOptions = {}): Promise<T> {
+  const result = await runCli(args, env, options);
   if (result.code !== 0) throw new Error(`channelkit ${args.join(" ")} exited with ${result.code}: ${result.stderr}`);
   return JSON.parse(result.stdout) as T;
 }
@@ -139,8 +146,13 @@ export interface ServeProcess {
  * Starts `channelkit serve ...args` and resolves once it printed `listening on URL`. Rejects
  * (and kills the process) when it exits first or prints nothing within `timeoutMs`.
  */
-export async function startServe(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 15_000): Promise<ServeProcess> {
-  const { child, exited } = start(["serve", ...args], env);
+export async function startServe(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  timeoutMs = 15_000,
+  options: StartOptions = {},
+): Promise<ServeProcess> {
+  const { child, exited } = start(["serve", ...args], env, options);
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -179,4 +191,28 @@ export async function killAll(): Promise<void> {
         }),
     ),
   );
+}
+
+/** An app made by {@link makeApp}. */
+export interface TestApp {
+  /** Its directory. */
+  path: string;
+  /** Removes the directory and everything in it. */
+  remove(): Promise<void>;
+}
+
+/**
+ * A new app in a temporary directory, with these files (paths relative to it) and a
+ * `package.json` of type module: its `node_modules` is a link to the monorepo's, so that its
+ * files import the packages as an installed app does.
+ */
+export async function makeApp(files: Record<string, string>): Promise<TestApp> {
+  const path = await mkdtemp(join(tmpdir(), "channelkit-app-"));
+  await symlink(join(ROOT, "node_modules"), join(path, "node_modules"), "dir");
+  await writeFile(join(path, "package.json"), `${JSON.stringify({ name: "my-app", private: true, type: "module" })}\n`);
+  for (const [name, text] of Object.entries(files)) {
+    await mkdir(dirname(join(path, name)), { recursive: true });
+    await writeFile(join(path, name), text);
+  }
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
 }

@@ -1,16 +1,4 @@
-/** A mistake in the command line: printed with the usage, exit code 2. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
-
-/**
- * A line for stderr: `message` with the `channelkit: ` prefix exactly once (the library's
- * own messages already start with it).
- */
-export function errorLine(message: string): string {
-  return `channelkit: ${message.replace(/^(channelkit: )+/, "")}`;
-}
-
+/** What `channelkit --help` prints, and what follows the envelope of a usage error. */
 export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
@@ -18,9 +6,12 @@ Commands:
         [--livechat inbox|bridge|off] [--drain-ms 10000] [--rate-limits JSON|off] [--trust-proxy N]
   migrate
   tenant create --name NAME
+  tenant list
   channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
                  [--mode server|public] [--allowed-origin ORIGIN]... [--default-stream]
                  [--require-signature] [--resumable-streams] [--languages en_US,fr_FR] [--name NAME]
+  channel list [--tenant ID]
+  channel show ID
   channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
@@ -31,8 +22,11 @@ Commands:
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
   audit [--tenant ID] [--channel ID] [--limit 50] [--cursor C]
 
-Every command takes --db <sqlite file | postgres:// URL> (default: $CHANNELKIT_DB, else ./channelkit.db)
-and prints JSON on stdout.
+Every command takes --config PATH (default: channelkit.config.{ts,mts,mjs,js} in the working
+directory, when there is one: your service's storage, flows and plugins) and
+--db <sqlite file | postgres:// URL> (without a config or a storage in it: $CHANNELKIT_DB, else
+./channelkit.db, with the demo flows). It prints JSON on stdout, and an error as
+{"error":{"code","message"}} on stderr (exit code 1; 2 for a bad command line).
 
 Environment:
   CHANNELKIT_SECRET_KEY        master key sealing signing secrets (openssl rand -hex 32)

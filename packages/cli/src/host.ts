@@ -1,0 +1,181 @@
+import {
+  type AdminAuthOptions,
+  adminApi,
+  type ChannelPlugin,
+  type ChannelService,
+  type ChannelServiceOptions,
+  createChannelService,
+  type LiveChatProvider,
+  liveChatInbox,
+  liveChatWebhookBridge,
+  type ServiceRateLimits,
+  type Storage,
+  type TrustProxy,
+} from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
+import { type ChannelkitConfig, type ConfigFile, findConfig, loadConfig } from "./config.js";
+import { failingAs, logLine, UsageError } from "./errors.js";
+import { openStorage, resolveDb } from "./storage.js";
+
+/** Where a command writes; tests pass their own. */
+export interface Io {
+  env: NodeJS.ProcessEnv;
+  /** Where the config file is looked for and `--config` is relative to (default: the process's working directory). */
+  cwd?: string;
+  out(line: string): void;
+  err(line: string): void;
+}
+
+/** The options every command takes: where the service comes from. */
+export interface HostFlags {
+  db?: string | undefined;
+  config?: string | undefined;
+}
+
+/** Where `serve` sends handovers: the inbox (the default), a help desk through the webhook bridge, or nowhere. */
+export type LiveChatChoice = "inbox" | "bridge" | "off";
+
+/** What `serve` adds to the service: its flags, and the plugins of the command. */
+export interface Serving {
+  /** `--turn-lease-ms`, `--rate-limits`, `--trust-proxy`: undefined when not given (the config's, else the defaults). */
+  turnLeaseMs: number | undefined;
+  rateLimits: Partial<ServiceRateLimits> | false | undefined;
+  trustProxy: TrustProxy | undefined;
+  adminDevMode: boolean;
+  /** `--livechat`, undefined when not given. */
+  livechat: LiveChatChoice | undefined;
+  /** The command's own plugins (the widget's script, the demo page); one a config already has, by name, is left out. */
+  plugins: ChannelPlugin[];
+}
+
+/** The service a command works on. */
+export interface Host {
+  service: ChannelService;
+  /** The config file it came from, or null for the demo flows. */
+  config: ConfigFile | null;
+  /** The `--db` value the command opened, or null when the storage is the config's. */
+  db: string | null;
+  /** The service's flows, by name. */
+  flows: string[];
+  /** The service's `basePath` ("" for none). */
+  basePath: string;
+}
+
+/** Admin token verification from the environment (docs/security.md); `development` from `serve --admin-dev-mode`. */
+function adminOptions(env: NodeJS.ProcessEnv, development: boolean): AdminAuthOptions {
+  const list = (value: string | undefined) => {
+    const items = value
+      ?.split(",")
+      .map((item) => item.trim())
+      .filter(Boolean);
+    return items && items.length > 1 ? items : items?.[0];
+  };
+  const options: AdminAuthOptions = {};
+  if (env.CHANNELKIT_ADMIN_JWT_SECRET) options.secret = env.CHANNELKIT_ADMIN_JWT_SECRET;
+  if (env.CHANNELKIT_ADMIN_JWKS_URL) options.jwksUrl = env.CHANNELKIT_ADMIN_JWKS_URL;
+  const issuer = list(env.CHANNELKIT_ADMIN_JWT_ISSUER);
+  if (issuer !== undefined) options.issuer = issuer;
+  const audience = list(env.CHANNELKIT_ADMIN_JWT_AUDIENCE);
+  if (audience !== undefined) options.audience = audience;
+  if (development) options.development = true;
+  return options;
+}
+
+/**
+ * The live-chat provider of `serve`: the inbox, whose agent routes take the admin routes'
+ * tokens; the webhook bridge to `CHANNELKIT_LIVECHAT_BRIDGE_URL`, signed with
+ * `CHANNELKIT_LIVECHAT_BRIDGE_SECRET`; or none with `off` (a handover is then
+ * `livechat_unavailable`).
+ */
+function liveChatProvider(choice: LiveChatChoice, admin: AdminAuthOptions, env: NodeJS.ProcessEnv): LiveChatProvider | undefined {
+  if (choice === "inbox") return liveChatInbox(admin);
+  if (choice === "off") return undefined;
+  const url = env.CHANNELKIT_LIVECHAT_BRIDGE_URL;
+  const secret = env.CHANNELKIT_LIVECHAT_BRIDGE_SECRET;
+  if (!url || !secret) throw new UsageError("--livechat bridge needs CHANNELKIT_LIVECHAT_BRIDGE_URL and CHANNELKIT_LIVECHAT_BRIDGE_SECRET");
+  return liveChatWebhookBridge({ url, secret });
+}
+
+/** Migrates a storage the config made (the command's own is migrated as it opens). */
+async function migrated(storage: Storage): Promise<Storage> {
+  try {
+    await storage.migrate();
+  } catch (error) {
+    await storage.close().catch(() => undefined);
+    throw error;
+  }
+  return storage;
+}
+
+/** A command's storage, migrated, with the config it came from. */
+export interface HostStorage {
+  storage: Storage;
+  file: ConfigFile | null;
+  config: ChannelkitConfig | null;
+  /** The `--db` value opened, or null when the storage is the config's. */
+  db: string | null;
+}
+
+/**
+ * Opens and migrates the storage a command works on: the config file's (`--config`, else
+ * `channelkit.config.*` in the working directory), else `--db`, `$CHANNELKIT_DB` or
+ * `./channelkit.db` (also when the config has no storage).
+ */
+export async function openHostStorage(flags: HostFlags, io: Io): Promise<HostStorage> {
+  const file = findConfig(flags.config, io.cwd ?? process.cwd());
+  const config: ChannelkitConfig | null = file ? await loadConfig(file) : null;
+  if (config?.storage && flags.db !== undefined) {
+    throw new UsageError(`--db cannot be used with ${file?.shown}: the storage is the config's (leave storage out of the config to take --db)`);
+  }
+  const db = config?.storage ? null : resolveDb(flags.db, io.env);
+  const storage = await failingAs("database_error", () => (config?.storage ? migrated(config.storage) : openStorage(db as string)));
+  return { storage, file, config, db };
+}
+
+/**
+ * Opens the service a command works on ({@link openHostStorage}): the config's options and
+ * flows, else the demo flows. For `serve`, the admin routes, the live-chat provider and the
+ * command's plugins are added where the config has none of its own, and the flags replace
+ * the config's options they name.
+ */
+export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Promise<Host> {
+  const { storage, file, config, db } = await openHostStorage(flags, io);
+  try {
+    if (config?.livechat && serving?.livechat !== undefined) {
+      throw new UsageError(`--livechat cannot be used with ${file?.shown}: it sets livechat`);
+    }
+    const options: ChannelServiceOptions = {
+      ...config,
+      storage,
+      flows: config?.flows ?? demoFlows,
+      secretKey: config?.secretKey ?? io.env.CHANNELKIT_SECRET_KEY,
+      logger: config?.logger ?? { warn: (m) => io.err(logLine(m)), error: (m, ...d) => io.err([logLine(m), ...d.map(String)].join(" ")) },
+      // The commands other than serve answer no request: the config's plugins and live chat
+      // (whose start-up may reach other services) are serve's alone.
+      plugins: [],
+      livechat: undefined,
+    };
+    if (serving) {
+      // One options object for the admin routes and the inbox: they verify the same tokens.
+      const admin = adminOptions(io.env, serving.adminDevMode);
+      const own = config?.plugins ?? [];
+      const names = new Set(own.map((plugin) => plugin.name));
+      options.plugins = [...own, ...[adminApi(admin), ...serving.plugins].filter((plugin) => !names.has(plugin.name))];
+      options.livechat = config?.livechat ?? liveChatProvider(serving.livechat ?? "inbox", admin, io.env);
+      if (serving.turnLeaseMs !== undefined) options.turnLeaseMs = serving.turnLeaseMs;
+      if (serving.rateLimits !== undefined) options.rateLimits = serving.rateLimits;
+      if (serving.trustProxy !== undefined) options.trustProxy = serving.trustProxy;
+    }
+    const service = await failingAs("service_error", () => createChannelService(options));
+    return { service, config: file, db, flows: options.flows.map((flow) => flow.name), basePath: (options.basePath ?? "").replace(/\/+$/, "") };
+  } catch (error) {
+    await storage.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Why a flow is unknown, when the command runs without a config: it knows the demo flows only. */
+export function demoFlowsHint(host: Pick<Host, "config">, io: Io): string {
+  if (host.config) return "";
+  return ` No config file was found in ${io.cwd ?? process.cwd()}, so the command knows the demo flows only: put your service's options (storage, flows) in channelkit.config.ts there, or pass --config PATH (docs/cli.md#your-services-config).`;
+}
