@@ -1,4 +1,5 @@
 import { ChannelkitError } from "./errors.js";
+import { newIdempotencyKey } from "./idempotency.js";
 import { LiveChatSubscription } from "./livechat.js";
 import { type RetryOptions, retryPolicy } from "./retry.js";
 import { ChannelkitStream } from "./stream.js";
@@ -46,8 +47,20 @@ export interface ClientOptions {
   adminToken?: string;
   /** The `fetch` to use (default: the global one), e.g. one with a proxy agent, or instrumented. */
   fetch?: typeof fetch;
-  /** When requests are sent again (see {@link RetryOptions}); `false` for never. Default: 2 retries of `GET`s. */
+  /**
+   * When requests are sent again (see {@link RetryOptions}); `false` for never. Default: 2
+   * retries of `GET`s and of the calls with an `Idempotency-Key` (execute, stream, `newMessage`).
+   */
   retry?: RetryOptions | false;
+  /**
+   * Whether execute, stream and the webhook's `newMessage` carry an `Idempotency-Key` (default
+   * true): a new random UUID per call, the same on each of its attempts, so that the service
+   * runs the flow once however many times the call is sent, and the client retries those calls
+   * like `GET`s. `false` sends none (a service older than the header ignores it; a browser needs
+   * it allowed by the preflight, which channelkit's is) and those calls are not retried unless
+   * `retry.unsafe`.
+   */
+  idempotencyKeys?: boolean;
   /** Headers sent with every request (e.g. `Origin` from a server, a tracing header). */
   headers?: Record<string, string>;
 }
@@ -58,6 +71,16 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Headers for this call only. */
   headers?: Record<string, string>;
+}
+
+/** What the calls that run a flow take: execute, stream, the webhook's `newMessage`. */
+export interface RunCallOptions extends CallOptions {
+  /**
+   * The call's `Idempotency-Key` (1 to 255 visible ASCII characters), instead of a new random
+   * one: send the same key again (from another process, after a restart) to get the first
+   * answer rather than run the flow twice. Kept 24 hours by the service, per channel.
+   */
+  idempotencyKey?: string;
 }
 
 /** Options of {@link ChannelkitClient.history}. */
@@ -111,8 +134,11 @@ export interface WebhookApi {
    * `start` answers). Keep `conversation.conversation.id` for {@link newMessage}. Not retried.
    */
   startConversation(body: StartConversationBody, options?: CallOptions): Promise<StartConversationResponse>;
-  /** `POST /channels/webhook/{client_id}/newMessage`: the user's message, and the flow's replies. Not retried. */
-  newMessage(body: NewMessageBody, options?: CallOptions): Promise<NewMessageResponse>;
+  /**
+   * `POST /channels/webhook/{client_id}/newMessage`: the user's message, and the flow's replies.
+   * With an `Idempotency-Key` (see `idempotencyKeys`), so retried: the flow runs once.
+   */
+  newMessage(body: NewMessageBody, options?: RunCallOptions): Promise<NewMessageResponse>;
 }
 
 /** The admin routes, for one tenant, with an admin JWT (`Authorization: Bearer`, `X-Tenant-ID`). */
@@ -164,17 +190,19 @@ export interface LiveChatApi {
 export interface ChannelkitClient {
   /**
    * `POST /public/v1/api/execute` with `stream: false`: runs the channel's flow and resolves to
-   * the finished run. A flow that fails is a run with `status: "error"`, not a rejection. Not
-   * retried (unless `retry.unsafe`).
+   * the finished run. A flow that fails is a run with `status: "error"`, not a rejection. With
+   * an `Idempotency-Key` (see `idempotencyKeys`), so retried after a 429, a 503 or a failure to
+   * connect: the flow runs once, and a retry gets the first answer.
    */
-  execute(body: ExecuteBody, options?: CallOptions): Promise<RunDocument>;
+  execute(body: ExecuteBody, options?: RunCallOptions): Promise<RunDocument>;
   /**
    * `POST /public/v1/api/execute` with `stream: true`: resolves once the stream began (its
    * `data-run` read), to a {@link ChannelkitStream} of UI message chunks. Errors before the
-   * stream are rejections; a failure after it began is its `error` chunk. Not retried (unless
-   * `retry.unsafe`).
+   * stream are rejections; a failure after it began is its `error` chunk. With an
+   * `Idempotency-Key`, so retried until the stream began (a stream that breaks afterwards is
+   * not sent again).
    */
-  stream(body: ExecuteBody, options?: CallOptions): Promise<ChannelkitStream>;
+  stream(body: ExecuteBody, options?: RunCallOptions): Promise<ChannelkitStream>;
   /**
    * `GET /public/v1/api/conversations/{id}/messages`: the conversation's history, oldest first.
    * An unknown conversation (or another channel's) is `conversation_not_found`, its text in
@@ -223,6 +251,8 @@ export function createClient(options: ClientOptions): ChannelkitClient {
     headers: options.headers ?? {},
   };
   const bearer = (token: string | undefined) => (token === undefined ? undefined : `Bearer ${token}`);
+  /** The key of a call that runs a flow: the caller's, else a new one (none with `idempotencyKeys: false`). */
+  const keyOf = (given: string | undefined) => given ?? (options.idempotencyKeys === false ? undefined : newIdempotencyKey());
   const key = bearer(options.apiKey);
 
   const call = (method: Call["method"], path: string, extra: Partial<Call> & CallOptions, accept: Call["accept"] = "application/json") =>
@@ -256,11 +286,21 @@ export function createClient(options: ClientOptions): ChannelkitClient {
   const chatPath = (chatId: string, rest: string) => `/public/widget/chat/${segment(chatId)}/${rest}`;
 
   return {
-    execute: (body, callOptions = {}) =>
-      getJson<RunDocument>("POST", "/public/v1/api/execute", { ...callOptions, body: { ...body, stream: false }, signingSecret: options.signingSecret }),
+    execute: (body, { idempotencyKey, ...callOptions } = {}) =>
+      getJson<RunDocument>("POST", "/public/v1/api/execute", {
+        ...callOptions,
+        body: { ...body, stream: false },
+        signingSecret: options.signingSecret,
+        idempotencyKey: keyOf(idempotencyKey),
+      }),
 
-    stream: (body, callOptions = {}) =>
-      alwaysStream("/public/v1/api/execute", { ...callOptions, body: { ...body, stream: true }, signingSecret: options.signingSecret }),
+    stream: (body, { idempotencyKey, ...callOptions } = {}) =>
+      alwaysStream("/public/v1/api/execute", {
+        ...callOptions,
+        body: { ...body, stream: true },
+        signingSecret: options.signingSecret,
+        idempotencyKey: keyOf(idempotencyKey),
+      }),
 
     history: (conversationId, { limit, token_budget, ...callOptions } = {}) =>
       getJson<History>("GET", conversation(conversationId, "messages"), { ...callOptions, query: { limit, token_budget } }),
@@ -287,11 +327,17 @@ export function createClient(options: ClientOptions): ChannelkitClient {
 
     webhook(clientId, webhookOptions = {}) {
       const signingSecret = webhookOptions.signingSecret ?? options.signingSecret;
-      const post = <T>(route: string, body: unknown, callOptions: CallOptions = {}) =>
-        getJson<T>("POST", `/channels/webhook/${segment(clientId)}/${route}`, { ...callOptions, body, signingSecret, authorization: undefined });
+      const post = <T>(route: string, body: unknown, callOptions: CallOptions = {}, idempotencyKey?: string) =>
+        getJson<T>("POST", `/channels/webhook/${segment(clientId)}/${route}`, {
+          ...callOptions,
+          body,
+          signingSecret,
+          authorization: undefined,
+          idempotencyKey,
+        });
       return {
         startConversation: (body, callOptions) => post<StartConversationResponse>("startConversation", body, callOptions),
-        newMessage: (body, callOptions) => post<NewMessageResponse>("newMessage", body, callOptions),
+        newMessage: (body, { idempotencyKey, ...callOptions } = {}) => post<NewMessageResponse>("newMessage", body, callOptions, keyOf(idempotencyKey)),
       };
     },
 

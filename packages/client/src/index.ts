@@ -13,6 +13,7 @@ export {
   type ClientOptions,
   createClient,
   type HistoryOptions,
+  type RunCallOptions,
   type LiveChatApi,
   type SubscribeOptions,
   type WebhookApi,

@@ -104,43 +104,71 @@ describe("429: rate limited", () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
-  it("execute and stream, whose body was sent, are not sent again; with retry.unsafe they are, after Retry-After", async () => {
+  it("execute and stream carry an Idempotency-Key and are sent again after Retry-After, with the same key; without keys they are not, unless retry.unsafe", async () => {
     const channel = await limitedChannel(1, 2);
     const recorder = recordingFetch();
     const client = createClient({ baseUrl: server.url, apiKey: channel.key, fetch: recorder.fetch });
     await client.execute({ payload: "one" });
-    const refused = await failure(client.execute({ payload: "two" }));
-    expect(refused.code).toBe("rate_limited");
-    const streamed = await failure(client.stream({ payload: "three" }));
-    expect(streamed.code).toBe("rate_limited");
-    expect(recorder.exchanges.map(({ method, status }) => [method, status])).toEqual([
-      ["POST", 200],
-      ["POST", 429],
-      ["POST", 429],
+    const run = await client.execute({ payload: "two" });
+    expect(run.output?.messages[0]?.content).toBe("Echo: two");
+    const reply = await client.stream({ payload: "three" });
+    expect(await reply.text()).toBe("Echo: three");
+    const statuses = recorder.exchanges.map(({ status }) => status);
+    // Each call refused while the window lasts, then sent again after Retry-After.
+    expect(statuses[0]).toBe(200);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(3);
+    expect(statuses.every((status) => status === 200 || status === 429)).toBe(true);
+    const keys = recorder.exchanges.map(({ idempotencyKey }) => idempotencyKey);
+    expect(keys.every((key) => key !== null && /^[0-9a-f-]{36}$/.test(key))).toBe(true);
+    // One key per call, the same on each of its attempts.
+    expect(new Set(keys).size).toBe(3);
+    for (let i = 1; i < recorder.exchanges.length; i++) {
+      const [before, after] = [recorder.exchanges[i - 1] as Exchange, recorder.exchanges[i] as Exchange];
+      if (before.status === 429) {
+        expect(after.idempotencyKey).toBe(before.idempotencyKey);
+        expect(after.at - before.at).toBeGreaterThanOrEqual(Number(before.retryAfter) * 1000 - 20);
+      }
+    }
+
+    const plain = await limitedChannel(1, 2);
+    const unkeyed = recordingFetch();
+    const without = createClient({ baseUrl: server.url, apiKey: plain.key, fetch: unkeyed.fetch, idempotencyKeys: false });
+    await without.execute({ payload: "one" });
+    expect((await failure(without.execute({ payload: "two" }))).code).toBe("rate_limited");
+    expect((await failure(without.stream({ payload: "three" }))).code).toBe("rate_limited");
+    expect(unkeyed.exchanges.map(({ method, status, idempotencyKey }) => [method, status, idempotencyKey])).toEqual([
+      ["POST", 200, null],
+      ["POST", 429, null],
+      ["POST", 429, null],
     ]);
 
     const unsafe = recordingFetch();
-    const opted = createClient({ baseUrl: server.url, apiKey: channel.key, fetch: unsafe.fetch, retry: { unsafe: true } });
-    const run = await opted.execute({ payload: "four" });
-    expect(run.output?.messages[0]?.content).toBe("Echo: four");
-    const statuses = unsafe.exchanges.map(({ status }) => status);
+    const opted = createClient({ baseUrl: server.url, apiKey: plain.key, fetch: unsafe.fetch, retry: { unsafe: true }, idempotencyKeys: false });
+    const four = await opted.execute({ payload: "four" });
+    expect(four.output?.messages[0]?.content).toBe("Echo: four");
     // Still in the first window: refused, then sent again after Retry-After. Or the window had
     // just ended: served at once.
-    expect([[429, 200], [200]]).toContainEqual(statuses);
-    if (statuses.length === 2) {
-      const [first, second] = unsafe.exchanges as [Exchange, Exchange];
-      expect(second.at - first.at).toBeGreaterThanOrEqual(Number(first.retryAfter) * 1000 - 20);
-    }
+    expect([[429, 200], [200]]).toContainEqual(unsafe.exchanges.map(({ status }) => status));
   });
 
-  it("the webhook calls are not sent again", async () => {
-    const channel = await server.channel({ flow: "echo", type: "webhook", rateLimits: { webhookClient: { requests: 1, windowSeconds: 60 } } });
+  it("the webhook's startConversation is not sent again; newMessage, with its key, is", async () => {
+    const channel = await server.channel({ flow: "echo", type: "webhook", rateLimits: { webhookClient: { requests: 1, windowSeconds: 2 } } });
     const recorder = recordingFetch();
     const webhook = createClient({ baseUrl: server.url, fetch: recorder.fetch }).webhook(channel.clientId as string);
     const started = await webhook.startConversation({ language: "en_US" });
-    const error = await failure(webhook.newMessage({ conversationId: started.conversation.conversation.id, userInput: "hi" }));
+    const error = await failure(webhook.startConversation({ language: "en_US" }));
     expect(error.code).toBe("rate_limited");
-    expect(recorder.exchanges.map(({ status }) => status)).toEqual([200, 429]);
+    expect(recorder.exchanges.map(({ status, idempotencyKey }) => [status, idempotencyKey])).toEqual([
+      [200, null],
+      [429, null],
+    ]);
+    recorder.exchanges.length = 0;
+    const answered = await webhook.newMessage({ conversationId: started.conversation.conversation.id, userInput: "hi" });
+    expect(answered.conversation.newEvents[0]?.data.rawContent).toBe("Echo: hi");
+    const statuses = recorder.exchanges.map(({ status }) => status);
+    expect([[429, 200], [200]]).toContainEqual(statuses);
+    expect(new Set(recorder.exchanges.map(({ idempotencyKey }) => idempotencyKey)).size).toBe(1);
+    expect(recorder.exchanges[0]?.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
 
@@ -196,9 +224,10 @@ describe("503: the admin key set cannot be fetched", () => {
 });
 
 describe("no answer at all", () => {
-  it("a GET to a port nothing listens on is tried 1 + maxRetries times, then network_error; execute is tried once", async () => {
+  it("a GET to a port nothing listens on is tried 1 + maxRetries times, then network_error; so is execute, with one key; without keys, once", async () => {
     const recorder = recordingFetch();
-    const client = createClient({ baseUrl: `http://127.0.0.1:${await closedPort()}`, apiKey: "svc_live_x", fetch: recorder.fetch, retry: { baseDelayMs: 10 } });
+    const port = await closedPort();
+    const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: "svc_live_x", fetch: recorder.fetch, retry: { baseDelayMs: 10 } });
     const history = await failure(client.history(crypto.randomUUID()));
     expect([history.status, history.code]).toEqual([0, "network_error"]);
     expect(history.cause).toBeInstanceOf(Error);
@@ -209,6 +238,11 @@ describe("no answer at all", () => {
     ]);
     recorder.exchanges.length = 0;
     expect((await failure(client.execute({ payload: "hi" }))).code).toBe("network_error");
+    expect(recorder.exchanges).toHaveLength(3);
+    expect(new Set(recorder.exchanges.map(({ idempotencyKey }) => idempotencyKey)).size).toBe(1);
+    recorder.exchanges.length = 0;
+    const unkeyed = createClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: "svc_live_x", fetch: recorder.fetch, idempotencyKeys: false });
+    expect((await failure(unkeyed.execute({ payload: "hi" }))).code).toBe("network_error");
     expect(recorder.exchanges).toHaveLength(1);
   });
 });

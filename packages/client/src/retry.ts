@@ -4,9 +4,14 @@
  *
  * A `GET` is sent again after a `429` or a `503` (waiting what `Retry-After` says, else an
  * exponential backoff from `baseDelayMs`) and after a failure to connect, at most `maxRetries`
- * times. Every other request (execute, stream, the webhook calls, the widget's chat, the cancel
- * routes, the admin calls) runs something or changes something, and its body has left by the time
- * any answer comes, so it is never sent twice unless `unsafe` is true.
+ * times. So are execute, stream and the webhook's `newMessage`, which carry an
+ * `Idempotency-Key` (the same on each attempt): the service runs the flow once per key and
+ * answers a retry with the first answer; they are also sent again after a `409
+ * idempotency_key_in_use` (an earlier attempt still runs). Every other request (the webhook's
+ * `startConversation`, the widget's chat, the cancel routes, the admin calls, and execute,
+ * stream and `newMessage` with `idempotencyKeys: false`) runs something or changes something, and
+ * its body has left by the time any answer comes, so it is never sent twice unless `unsafe` is
+ * true.
  */
 export interface RetryOptions {
   /** How many times a request is sent again, at most (default 2). */
@@ -19,11 +24,10 @@ export interface RetryOptions {
    */
   maxDelayMs?: number;
   /**
-   * Also send again the requests that are not `GET`s (default false). channelkit answers a `429`
-   * before it reads the body and before anything runs, so a `429` is safe to retry; a `503` from a
-   * proxy or a connection lost may come after the service ran the request, which then runs twice.
-   * Turn it on when a duplicate run is harmless to you (e.g. your flow ignores a repeated
-   * idempotency id in `metadata`).
+   * Also send again the requests that are neither `GET`s nor keyed (default false). channelkit
+   * answers a `429` before it reads the body and before anything runs, so a `429` is safe to
+   * retry; a `503` from a proxy or a connection lost may come after the service ran the request,
+   * which then runs twice. Turn it on when a duplicate run is harmless to you.
    */
   unsafe?: boolean;
 }

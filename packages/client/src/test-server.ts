@@ -63,6 +63,10 @@ export interface Exchange {
   /** The status, or null when `fetch` failed. */
   status: number | null;
   retryAfter: string | null;
+  /** The `Idempotency-Key` it sent, if any. */
+  idempotencyKey: string | null;
+  /** Its answer's `Idempotent-Replayed`. */
+  replayed: string | null;
   at: number;
 }
 
@@ -71,11 +75,20 @@ export function recordingFetch(): { fetch: typeof fetch; exchanges: Exchange[] }
   const exchanges: Exchange[] = [];
   const recording = async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    const exchange: Exchange = { method: init?.method ?? "GET", path: url.pathname, status: null, retryAfter: null, at: Date.now() };
+    const exchange: Exchange = {
+      method: init?.method ?? "GET",
+      path: url.pathname,
+      status: null,
+      retryAfter: null,
+      idempotencyKey: new Headers(init?.headers).get("idempotency-key"),
+      replayed: null,
+      at: Date.now(),
+    };
     exchanges.push(exchange);
     const response = await fetch(input, init);
     exchange.status = response.status;
     exchange.retryAfter = response.headers.get("retry-after");
+    exchange.replayed = response.headers.get("idempotent-replayed");
     return response;
   };
   return { fetch: recording as typeof fetch, exchanges };

@@ -16,6 +16,11 @@ export interface Call {
   tenantId?: string;
   /** The signing secret to sign the body with, if any. */
   signingSecret?: string | undefined;
+  /**
+   * The request's `Idempotency-Key` (execute, stream, the webhook's `newMessage`): the same on
+   * each attempt, which makes the request safe to send again, so it is retried like a `GET`.
+   */
+  idempotencyKey?: string | undefined;
   accept: "application/json" | "text/event-stream";
   headers?: Record<string, string> | undefined;
   signal?: AbortSignal | undefined;
@@ -34,20 +39,23 @@ const encoder = new TextEncoder();
 /**
  * Sends `call` and answers the response when its status is a success (2xx); throws a
  * {@link ChannelkitError} otherwise. The JSON body is encoded once, and those exact bytes are
- * signed and sent. A `GET` is sent again after a 429, a 503 or a failure to connect; anything
- * else only when the retry policy is `unsafe` (see `RetryOptions`). An abort throws the signal's
- * reason, as `fetch` does.
+ * signed and sent. A `GET`, or a request with an `Idempotency-Key`, is sent again after a 429, a
+ * 503 or a failure to connect (and a keyed one after a `409 idempotency_key_in_use`, its first
+ * attempt still running); anything else only when the retry policy is `unsafe` (see
+ * `RetryOptions`). An abort throws the signal's reason, as `fetch` does.
  */
 export async function send(transport: Transport, call: Call): Promise<Response> {
   const url = new URL(transport.baseUrl + call.path);
   for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
   const bytes = call.body === undefined ? undefined : encoder.encode(JSON.stringify(call.body));
   const policy = transport.retry;
-  const retries = call.method === "GET" || policy.unsafe ? policy.maxRetries : 0;
+  const keyed = call.idempotencyKey !== undefined;
+  const retries = call.method === "GET" || keyed || policy.unsafe ? policy.maxRetries : 0;
   for (let attempt = 0; ; attempt++) {
     const headers: Record<string, string> = { accept: call.accept, ...transport.headers, ...call.headers };
     if (call.authorization !== undefined) headers.authorization = call.authorization;
     if (call.tenantId !== undefined) headers["x-tenant-id"] = call.tenantId;
+    if (keyed) headers["idempotency-key"] = call.idempotencyKey as string;
     if (bytes) {
       headers["content-type"] = "application/json";
       // Signed again on each attempt: the timestamp is the sending's.
@@ -73,7 +81,10 @@ export async function send(transport: Transport, call: Call): Promise<Response> 
     const error = await errorFromResponse(response);
     const again =
       attempt < retries &&
-      (error.status === 429 || (error.status === 503 && error.code !== "signing_secret_unavailable")) &&
+      (error.status === 429 ||
+        (error.status === 503 && error.code !== "signing_secret_unavailable") ||
+        // An attempt the service received and still runs: its answer comes to a later one.
+        (keyed && error.code === "idempotency_key_in_use")) &&
       (error.retryAfter === undefined || error.retryAfter * 1000 <= policy.maxDelayMs);
     if (!again) throw error;
     await sleep(error.retryAfter === undefined ? backoffMs(policy, attempt) : error.retryAfter * 1000, call.signal);
