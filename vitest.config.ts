@@ -11,6 +11,9 @@ export default defineConfig({
       "@channelkit/core/adapter": src("core", "adapter"),
       "@channelkit/core/demo": src("core", "demo"),
       "@channelkit/core": src("core"),
+      "@channelkit/kysely/bun-sqlite": src("kysely", "bun-sqlite"),
+      "@channelkit/kysely/node-sqlite": src("kysely", "node-sqlite"),
+      "@channelkit/kysely/d1": src("kysely", "d1"),
       "@channelkit/kysely": src("kysely"),
       "@channelkit/node": src("node"),
       "@channelkit/express": src("express"),
@@ -25,7 +28,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts", "test/*.test.ts"],
+    include: ["packages/*/src/**/*.test.ts", "examples/*.test.ts", "examples/*/src/**/*.test.ts", "test/*.test.ts", "test/runtimes/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Two cores: more workers than that only adds contention to timing-sensitive stream tests.
