@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { defineFlow, memoryStorage, text } from "@channelkit/core";
+import { defineConfig } from "./config.js";
 import { ensureBuilt, killAll, makeApp, runCli, runCliJson, startServe, type TestApp } from "./test-process.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
@@ -204,4 +206,24 @@ export default { flows: [defineFlow({ name: "faq", async *run() { yield text("FA
       message: `--config nope.ts: no such file (looked for ${join(two, "nope.ts")})`,
     });
   }, 60_000);
+});
+
+describe("defineConfig", () => {
+  it("answers its argument with its own type; an option the service does not have is a type error", async () => {
+    const flows = [
+      defineFlow({
+        name: "faq",
+        async *run() {
+          yield text("FAQ");
+        },
+      }),
+    ];
+    const config = defineConfig({ storage: memoryStorage(), flows, turnLeaseMs: 1000 });
+    expect(config.flows).toBe(flows);
+    expect(config.storage.countTenants).toBeTypeOf("function");
+    // @ts-expect-error a typo of flows
+    expect(defineConfig({ flows, flow: [] })).toEqual({ flows, flow: [] });
+    const make = defineConfig(async () => ({ flows }));
+    expect((await make()).flows).toBe(flows);
+  });
 });

@@ -17,10 +17,14 @@ export type ChannelkitConfig = Omit<ChannelServiceOptions, "storage"> & {
 /** The default export of a config file: the options, or a function (maybe async) making them. */
 export type ChannelkitConfigExport = ChannelkitConfig | Promise<ChannelkitConfig> | (() => ChannelkitConfig | Promise<ChannelkitConfig>);
 
+/** `T` with every key that is not an option of the service typed `never`: a typo is a type error. */
+type OnlyOptions<T> = T & { [K in Exclude<keyof T, keyof ChannelkitConfig>]: never };
+
 /**
  * Types a config file's default export (and does nothing else): the options your server
  * passes to `createChannelService`, so that `channelkit channel create --flow support` knows
- * your flows and `channelkit serve` serves your service.
+ * your flows and `channelkit serve` serves your service. Answers its argument, with its own
+ * type: import it in your server and pass it to `createChannelService`.
  *
  * @example
  * // channelkit.config.ts
@@ -34,7 +38,10 @@ export type ChannelkitConfigExport = ChannelkitConfig | Promise<ChannelkitConfig
  *   secretKey: process.env.CHANNELKIT_SECRET_KEY,
  * });
  */
-export function defineConfig<T extends ChannelkitConfigExport>(config: T): T {
+export function defineConfig<T extends ChannelkitConfig>(config: OnlyOptions<T>): T;
+/** A function (maybe async) making the options, or a promise of them: called or awaited by the command. */
+export function defineConfig<F extends Promise<ChannelkitConfig> | (() => ChannelkitConfig | Promise<ChannelkitConfig>)>(config: F): F;
+export function defineConfig(config: ChannelkitConfigExport): ChannelkitConfigExport {
   return config;
 }
 
