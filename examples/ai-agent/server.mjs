@@ -69,8 +69,9 @@ console.log(`listening on ${server.url}`);
 
 /**
  * On a first start (no tenant in the database), a tenant and an API channel bound to the
- * `support` flow, its key printed once. (`npx channelkit channel create` knows only the demo
- * flows, so it cannot bind a channel to this one.)
+ * `support` flow, its key printed once, so that one command starts the example (with a
+ * `channelkit.config.*` exporting these options, `npx channelkit channel create --flow
+ * support` would do the same).
  */
 async function provision(url) {
   const admin = service.admin.as("ai-agent-example");
