@@ -87,7 +87,7 @@ describe("docs/streaming.md", () => {
     const [answer, ...rest] = (cancel as string).split("\n");
     const stopped = JSON.parse(answer as string) as { run_id: string; conversation_id: string; status: string };
     expect(stopped).toEqual({ run_id: expect.stringMatching(/^[0-9a-f-]{36}$/), conversation_id: conversation, status: "cancelled" });
-    expect(rest[0]).toBe('data: {"type":"finish","finishReason":"stop"}');
+    expect(rest[0]).toBe('data: {"type":"finish","finishReason":"stop","messageMetadata":{"status":"cancelled","livechat_mode":null}}');
     const second = frames(await readFile(join(dir, "second.txt"), "utf8"));
     expect(second.events[0]?.data).toEqual({ run_id: stopped.run_id, conversation_id: conversation });
     expect(second.events.at(-1)?.type).toBe("finish");

@@ -103,7 +103,7 @@ describe("stream", () => {
     expect(new Set(types.slice(2, -2))).toEqual(new Set(["text-delta"]));
     const text = chunks.map((chunk) => (chunk.type === "text-delta" ? chunk.delta : "")).join("");
     expect(text).toBe("Echo: Stream me");
-    expect(chunks.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+    expect(chunks.at(-1)).toEqual({ type: "finish", finishReason: "stop", messageMetadata: { status: "success", livechat_mode: null } });
     // A stream is read once.
     await expect(async () => {
       for await (const _ of reply) break;

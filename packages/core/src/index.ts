@@ -57,7 +57,7 @@ export type { TokenEstimator } from "./conversations/tokens.js";
 export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
 // Clients of a channel: signing a request body, reading the SSE stream.
 export { signRequestBody } from "./auth/signature.js";
-export type { UIStreamEvent } from "./runs/ui-stream.js";
+export type { FinishMetadata, UIStreamEvent } from "./runs/ui-stream.js";
 // The OpenAPI 3.1 document of the routes (docs/openapi.json; served at GET /public/v1/openapi.json).
 export { openApiDocument, type OpenApiDocument, type OpenApiDocumentOptions } from "./openapi/document.js";
 export { OPENAPI_PATH } from "./openapi/operations.js";

@@ -447,7 +447,11 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       expect(await direct.findRun(runId)).toMatchObject({ status: "running" });
       expect((await history(conversationId, heldKey)).map((m) => [m.turn_index, m.role, m.content])).toEqual([[0, "user", "hold"]]);
       const again = await execute(heldKey, { payload: "after", stream: true });
-      expect((await new EventReader(again).rest()).at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+      expect((await new EventReader(again).rest()).at(-1)).toEqual({
+        type: "finish",
+        finishReason: "stop",
+        messageMetadata: { status: "success", livechat_mode: null },
+      });
       expect(crashes).toEqual([]);
     });
   });

@@ -131,7 +131,7 @@ describe("checking answers against the OpenAPI document", () => {
       { type: "text-start", id: "m1" },
       { type: "text-delta", id: "m1", delta: "Echo: hi" },
       { type: "text-end", id: "m1" },
-      { type: "finish", finishReason: "stop" },
+      { type: "finish", finishReason: "stop", messageMetadata: { status: "success", livechat_mode: null } },
     );
     const passed = await check("POST", "/public/v1/api/execute", new Response(good, { headers: STREAM }));
     expect(await passed.response.text()).toBe(good);

@@ -62,7 +62,7 @@ export function flowTests(h: Harness): void {
       const channel = await h.channel({ flow: "ask" });
       const { events } = await runStream(h, channel.key, { payload: "hi" });
       expect(streamedText(events)).toBe("What is your name?");
-      expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+      expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop", messageMetadata: { status: "pending", livechat_mode: null } });
       const { events: next } = await runStream(h, channel.key, { payload: "Grace", conversation_id: runIds(events).conversation_id });
       expect(streamedText(next)).toBe("Nice to meet you, Grace!");
     });
@@ -105,7 +105,7 @@ export function flowTests(h: Harness): void {
       }
       expect(deltaTimes).toHaveLength(50);
       expect(streamedText(events)).toBe(FIFTY_WORDS);
-      expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+      expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop", messageMetadata: { status: "success", livechat_mode: null } });
       // The flow waits 100 ms per word: deltas spread over ~5 s unless something buffers them.
       expect((deltaTimes.at(-1) as number) - (deltaTimes[0] as number)).toBeGreaterThan(3000);
     });

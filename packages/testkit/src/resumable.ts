@@ -103,7 +103,7 @@ function expectWholeSlowStream(events: UIStreamEvent[], runId: string, conversat
   expect(runOf(events[0])).toEqual({ run_id: runId, conversation_id: conversationId });
   expect(events.map((event) => event.type)).toEqual(["data-run", "text-start", ...WORDS.map(() => "text-delta"), "text-end", "finish"]);
   expect(events.flatMap((event) => (event.type === "text-delta" ? [event.delta] : []))).toEqual(WORDS);
-  expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+  expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop", messageMetadata: { status: "success", livechat_mode: null } });
   expect(new Set(events.flatMap((event) => ("id" in event ? [event.id] : []))).size).toBe(1);
 }
 

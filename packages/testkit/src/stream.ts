@@ -40,7 +40,7 @@ export function streamTests(h: Harness): void {
       expect(types.slice(2, -2).every((type) => type === "text-delta")).toBe(true);
       expect(types.length - 4).toBeGreaterThan(1);
       expect(types.slice(-2)).toEqual(["text-end", "finish"]);
-      expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop" });
+      expect(events.at(-1)).toEqual({ type: "finish", finishReason: "stop", messageMetadata: { status: "success", livechat_mode: null } });
       const ids = new Set(events.flatMap((event) => ("id" in event ? [event.id] : [])));
       expect(ids.size).toBe(1);
       expect([...ids][0]).toEqual(expect.any(String));

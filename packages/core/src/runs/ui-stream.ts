@@ -1,4 +1,5 @@
 import type { ReplyStream } from "../http/reply.js";
+import type { ConversationMode, RunStatus } from "../storage/types.js";
 import type { RunOutcome } from "./outcome.js";
 import type { RunSteps, TextPart } from "./driver.js";
 import type { StartedRun } from "./start.js";
@@ -12,11 +13,25 @@ export const UI_STREAM_HEADERS = {
   "x-vercel-ai-ui-message-stream": "v1",
 } as const;
 
+/**
+ * What the `finish` event says of the run it ends, in the protocol's own place for it (the
+ * AI SDK's `messageMetadata`, which its client merges into the message's `metadata`): the
+ * run's `status` as the JSON answer's, so a streaming client tells a run that paused
+ * (`pending`) or was cancelled from one that completed, and `livechat_mode` as the JSON
+ * answer's `output.metadata.livechat_mode` (`livechat_waiting` when the run handed over, the
+ * current mode when a human has the conversation, else null).
+ */
+export interface FinishMetadata {
+  /** `success`, `pending` or `cancelled` (a run that failed ends with `error`, not `finish`). */
+  status: Exclude<RunStatus, "error">;
+  livechat_mode: ConversationMode | null;
+}
+
 /** The events of the UI message stream protocol that the contract uses. */
 export type UIStreamEvent =
   | { type: "data-run"; data: { run_id: string; conversation_id: string } }
   | TextPart
-  | { type: "finish"; finishReason: "stop" }
+  | { type: "finish"; finishReason: "stop"; messageMetadata: FinishMetadata }
   | { type: "error"; errorText: string };
 
 /** One SSE frame: a `data:` line and a blank line. */
@@ -35,12 +50,13 @@ export function closingFrame(outcome: RunOutcome): string {
 }
 
 /**
- * The stream's last event: `finish` for a run that completed (also when the flow paused),
- * `error` for a flow error.
+ * The stream's last event: `error` for a flow error, else `finish`, whose `messageMetadata`
+ * says how the run ended (see {@link FinishMetadata}): completed, paused or handed over
+ * (`pending`), or cancelled.
  */
 function closingEvent(outcome: RunOutcome): UIStreamEvent {
   if (outcome.status === "error") return { type: "error", errorText: outcome.error ?? "The flow failed." };
-  return { type: "finish", finishReason: "stop" };
+  return { type: "finish", finishReason: "stop", messageMetadata: { status: outcome.status, livechat_mode: outcome.livechatMode } };
 }
 
 /**
