@@ -19,3 +19,5 @@ export { errorEnvelope } from "./http/respond.js";
 export { ERROR_CODES, type ErrorCode } from "./http/errors.js";
 /** The lazy abort a run uses; an adapter that learns of a disconnect without a signal reuses it. */
 export { RunAbort } from "./runs/abort.js";
+/** Refuses what is not a channel service (a forgotten `await createChannelService(...)`) with a TypeError saying what to pass. */
+export { assertChannelService } from "./assert-service.js";

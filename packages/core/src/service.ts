@@ -25,7 +25,7 @@ import { openApiRoute } from "./openapi/route.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import { RunStreams } from "./streams/run-streams.js";
 import type { ChannelPlugin } from "./plugins.js";
-import type { Storage } from "./storage/types.js";
+import type { ChannelRecord, Storage } from "./storage/types.js";
 
 /** Options of {@link createChannelService}. */
 export interface ChannelServiceOptions {
@@ -164,6 +164,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     );
   }
 
+  await checkSchema(options.storage, logger);
+
   const flows = new Map<string, RegisteredFlow>();
   for (const flow of options.flows) {
     if (flows.has(flow.name)) throw new Error(`channelkit: two flows are named "${flow.name}"`);
@@ -192,6 +194,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     limits: rateLimiter(options),
     streams: new RunStreams({ store: options.storage.runStreams, feed, logger, leaseMs }),
   };
+
+  await checkChannels(ctx);
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const router = new Router<ServiceContext>();
@@ -247,6 +251,71 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       await options.storage.close();
     },
   };
+}
+
+/** How to bring a schema up to date, in the words of an error or a warning. */
+const HOW_TO_MIGRATE = "run `await storage.migrate()` before `createChannelService(...)`, or `npx channelkit migrate --db <the same database>`";
+
+/**
+ * Refuses to start on a schema that is missing or behind (every request would otherwise
+ * answer 500, its log saying `no such table: api_keys`), naming the pending migrations and
+ * how to apply them; warns of migrations this version does not know (a newer one migrated the
+ * database). Storages without `schemaStatus` are not checked.
+ */
+async function checkSchema(storage: Storage, logger: Logger): Promise<void> {
+  if (!storage.schemaStatus) return;
+  const { known, pending, unknown } = await storage.schemaStatus();
+  if (pending.length > 0 && pending.length === known.length) {
+    throw new Error(`channelkit: the database has no channelkit schema (none of its ${known.length} migrations is applied): ${HOW_TO_MIGRATE}.`);
+  }
+  if (pending.length > 0) {
+    throw new Error(
+      `channelkit: the database schema is behind: ${pending.length} of ${known.length} migrations are not applied (${pending.join(", ")}): ${HOW_TO_MIGRATE}.`,
+    );
+  }
+  if (unknown.length > 0) {
+    logger.warn(
+      `channelkit: the database has migrations this version of channelkit does not know (${unknown.join(", ")}): a newer version migrated it. Upgrade this instance.`,
+    );
+  }
+}
+
+/** Ids of at most ten channels, then how many more, for a log line. */
+function channelList(ids: string[]): string {
+  const shown = ids.slice(0, 10).join(", ");
+  return ids.length > 10 ? `${shown} and ${ids.length - 10} more` : shown;
+}
+
+/**
+ * Warns at start-up of channels (not archived) that cannot serve as configured: those bound to
+ * a flow this service does not register (their runs answer 503 `flow_unavailable`), and those
+ * whose signing secret the configured master key cannot open (sealed under another key: their
+ * signed requests answer 503 `signing_secret_unavailable`). One read of the channels, one
+ * decryption per stored secret.
+ */
+async function checkChannels(ctx: ServiceContext): Promise<void> {
+  let channels: ChannelRecord[];
+  try {
+    channels = (await ctx.storage.listChannels()).filter((channel) => channel.state !== "archived");
+  } catch (error) {
+    ctx.logger.error("channelkit: the channels could not be read at start-up (is the schema migrated? `await storage.migrate()`)", error);
+    return;
+  }
+  const unbound = channels.filter((channel) => !ctx.flows.has(channel.flowName));
+  if (unbound.length > 0) {
+    const registered = [...ctx.flows.keys()].join(", ") || "none";
+    ctx.logger.warn(
+      `channelkit: ${unbound.length} channel(s) are bound to a flow this service does not register, so their runs answer 503 flow_unavailable: ${channelList(unbound.map((channel) => `${channel.id} (flow "${channel.flowName}")`))}. Registered flows: ${registered}. Pass the flow in createChannelService({ flows }), or bind the channel to another (admin.updateChannel(id, { flow })).`,
+    );
+  }
+  const sealed = channels.filter((channel) => channel.signingSecretEncrypted !== null);
+  const opened = await Promise.all(sealed.map(async (channel) => (await ctx.secrets.decrypt(channel.signingSecretEncrypted as string)) !== null));
+  const unopened = sealed.filter((_, i) => !opened[i]);
+  if (unopened.length > 0) {
+    ctx.logger.warn(
+      `channelkit: the signing secrets of ${unopened.length} channel(s) cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY): they were sealed under another key, and those that require signatures answer 503 signing_secret_unavailable: ${channelList(unopened.map((channel) => channel.id))}. Start with the master key that sealed them, or rotate their signing secrets (admin.rotateSigningSecret(id)).`,
+    );
+  }
 }
 
 /** The service's rate limiter, from its options: the defaults where they say nothing. */

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ChannelService } from "@channelkit/core";
+import { assertChannelService } from "@channelkit/core/adapter";
 import { handleNodeRequest } from "@channelkit/node";
 import express from "express";
 
@@ -44,12 +45,16 @@ type ParsedRequest = IncomingMessage & { rawBody?: unknown };
  * bytes it kept with {@link keepRawBody} (`req.rawBody`) are used; without them the request
  * fails with an error naming the fix, never with a body rebuilt from the parsed JSON.
  *
+ * Given the promise of `createChannelService()` rather than the service (a forgotten
+ * `await`), it throws a TypeError saying so.
+ *
  * @example
  * const app = express();
  * app.use("/chat", channelkit(service)); // before app.use(express.json())
  * app.use(express.json());
  */
 export function channelkit(service: MountableService, options: ChannelkitExpressOptions = {}): ChannelkitMiddleware {
+  assertChannelService(service, "channelkit(service)", true);
   // Case-sensitive like the service's own router: a path Express matched is one it answers.
   const router = express.Router({ caseSensitive: true });
   const serve = (req: ParsedRequest, res: ServerResponse, next: (error?: unknown) => void) => {
@@ -88,6 +93,7 @@ const BODY_ALREADY_READ =
  * mountChannelkit(app, service, { path: "/chat" });
  */
 export function mountChannelkit(app: ExpressApplication, service: MountableService, options: MountChannelkitOptions = {}): void {
+  assertChannelService(service, "mountChannelkit(app, service)", true);
   const { path = "/", ...rest } = options;
   app.use(path, channelkit(service, rest));
   // Express 5 exposes its router as `app.router`; Express 4 as `app._router`.

@@ -1,4 +1,5 @@
 import type { ChannelService } from "@channelkit/core";
+import { assertChannelService } from "@channelkit/core/adapter";
 import { handleNodeRequest } from "@channelkit/node";
 import type { FastifyPluginAsync } from "fastify";
 
@@ -26,12 +27,16 @@ export interface ChannelkitFastifyOptions {
  * written with `reply.hijack()` and streamed with back-pressure; headers the host's hooks set
  * on the reply are kept, the service's win on a clash.
  *
+ * Given the promise of `createChannelService()` as `service` rather than the service (a
+ * forgotten `await`), registering fails with a TypeError saying so.
+ *
  * @example
  * const app = Fastify();
  * app.get("/health", async () => "ok");
  * await app.register(channelkit, { service, prefix: "/chat" });
  */
 export const channelkit: FastifyPluginAsync<ChannelkitFastifyOptions> = async (fastify, { service, baseUrl }) => {
+  assertChannelService(service, "app.register(channelkit, { service })", true);
   fastify.removeAllContentTypeParsers();
   // The body stays unread in request.raw: the service reads it, within its own limit.
   fastify.addContentTypeParser("*", (_request, _payload, done) => done(null));

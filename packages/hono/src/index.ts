@@ -1,4 +1,5 @@
 import type { ChannelService } from "@channelkit/core";
+import { assertChannelService } from "@channelkit/core/adapter";
 import { type Context, Hono } from "hono";
 
 /** What the adapter needs of a channel service: its handler and the routes to register. */
@@ -19,6 +20,9 @@ export type MountableService = Pick<ChannelService, "handler" | "routes">;
  * already replaced by Hono's decoding). A body read directly from `c.req.raw` is gone, and
  * the request fails with an error saying so.
  *
+ * Given the promise of `createChannelService()` rather than the service (a forgotten
+ * `await`), it throws a TypeError saying so.
+ *
  * @example
  * const app = new Hono();
  * app.get("/health", (c) => c.text("ok"));
@@ -26,6 +30,7 @@ export type MountableService = Pick<ChannelService, "handler" | "routes">;
  * serve({ fetch: app.fetch, port: 3000 }); // @hono/node-server, or `export default app`
  */
 export function channelkit(service: MountableService): Hono {
+  assertChannelService(service, "channelkit(service)", true);
   const app = new Hono();
   for (const path of new Set(service.routes.map((route) => route.path))) {
     const depth = segments(path).length;

@@ -1,3 +1,4 @@
+import type { SchemaStatus } from "@channelkit/core";
 import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
 import { runTurns } from "./migration-0002-run-turns.js";
 import { auditEvents } from "./migration-0003-audit-events.js";
@@ -132,6 +133,37 @@ export const migrations: Record<string, Migration> = {
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/** The table where Kysely's Migrator records the migrations applied. */
+const MIGRATION_TABLE = "channelkit_migration";
+
+/**
+ * The database's schema against {@link migrations}, read without changing anything: which
+ * migrations are pending (all of them when the database was never migrated) and which applied
+ * ones this version does not know.
+ */
+export async function schemaStatusOf(db: Kysely<any>): Promise<SchemaStatus> {
+  const known = Object.keys(migrations);
+  const applied = new Set(await appliedMigrations(db));
+  return {
+    known,
+    pending: known.filter((name) => !applied.has(name)),
+    unknown: [...applied].filter((name) => !(name in migrations)).sort(),
+  };
+}
+
+/** The names in the migration table; none when the table does not exist (a database never migrated). */
+async function appliedMigrations(db: Kysely<any>): Promise<string[]> {
+  try {
+    const rows = await db.selectFrom(MIGRATION_TABLE).select("name").execute();
+    return rows.map((row) => String(row.name));
+  } catch (error) {
+    // The common case reads one table; only a failure asks whether it exists at all.
+    const tables = await db.introspection.getTables();
+    if (!tables.some((table) => table.name === MIGRATION_TABLE)) return [];
+    throw error;
+  }
+}
+
 /**
  * Brings the schema up to date; throws with the failing migration's error. Safe when several
  * processes call it on one database at once: they take turns (see {@link withMigrationLock}).
@@ -141,7 +173,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
     new Migrator({
       db: connection,
       provider,
-      migrationTableName: "channelkit_migration",
+      migrationTableName: MIGRATION_TABLE,
       migrationLockTableName: "channelkit_migration_lock",
     }).migrateToLatest(),
   );

@@ -19,6 +19,7 @@ import type {
   RateLimitStore,
   RunStreamStore,
   RunTicket,
+  SchemaStatus,
   Storage,
   StoreRunInput,
   TenantRecord,
@@ -39,7 +40,7 @@ import {
   runToRow,
   toJson,
 } from "./mappers.js";
-import { migrateToLatest } from "./migrations.js";
+import { migrateToLatest, schemaStatusOf } from "./migrations.js";
 import { requestPathQueries } from "./queries.js";
 import { kyselyIdempotency } from "./idempotency.js";
 import { kyselyRunStreams } from "./run-streams.js";
@@ -79,6 +80,11 @@ export class KyselyStorage implements Storage {
 
   migrate(): Promise<void> {
     return migrateToLatest(this.db);
+  }
+
+  /** Which of the migrations this version knows the database lacks (and which it has that this version does not know). */
+  schemaStatus(): Promise<SchemaStatus> {
+    return schemaStatusOf(this.db);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { IncomingRequest, Reply } from "@channelkit/core/adapter";
+import { assertChannelService, type IncomingRequest, type Reply } from "@channelkit/core/adapter";
 import { ClientLink } from "./client.js";
 import { NodeIncomingRequest, toWebRequest, type WebRequestOverrides } from "./request.js";
 import { writeReply, writeWebResponse } from "./response.js";
@@ -56,10 +56,13 @@ export async function handleNodeRequest(service: WebHandler, req: IncomingMessag
 /**
  * A node:http request listener for a channel service. It only translates: bytes in, a
  * streamed Response out, and the client going away turned into an aborted request signal.
+ * Given the promise of `createChannelService()` rather than the service (a forgotten
+ * `await`), it throws a TypeError saying so.
  *
  * @example
  * http.createServer(toNodeHandler(service)).listen(3000);
  */
 export function toNodeHandler(service: WebHandler, options: NodeHandlerOptions = {}) {
+  assertChannelService(service, "toNodeHandler(service)");
   return (req: IncomingMessage, res: ServerResponse): Promise<void> => handleNodeRequest(service, req, res, options);
 }

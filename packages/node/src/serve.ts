@@ -1,6 +1,6 @@
 import { createServer, type Server, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
+import { assertChannelService, ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
 import type { AddressInfo } from "node:net";
 import { type NodeHandlerOptions, toNodeHandler, type WebHandler } from "./handler.js";
 
@@ -18,11 +18,17 @@ export interface ServeOptions extends NodeHandlerOptions {
   keepAliveTimeoutMs?: number;
 }
 
-/** A listening server. */
+/** A listening server: what {@link serve} resolves to once it listens. */
 export interface RunningServer {
+  /** The node:http server. */
   server: Server;
-  /** `http://host:port` of the listening socket. */
+  /**
+   * The origin it listens on, `http://host:port`, with the port it actually got (when
+   * `port` was 0) and an IPv6 host in brackets, e.g. `http://127.0.0.1:3000`. `serve()`
+   * prints nothing: print this yourself if you want a line when it is ready.
+   */
   url: string;
+  /** The port it listens on. */
   port: number;
   /** Stops accepting connections and ends keep-alive ones as they go idle; resolves once every connection is closed. */
   close(): Promise<void>;
@@ -48,8 +54,22 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
   );
 }
 
-/** Starts a node:http server for a channel service and resolves once it listens. */
+/**
+ * Starts a node:http server for a channel service and resolves, once it listens, to the
+ * {@link RunningServer}: its `url` (`http://127.0.0.1:3000`), `port`, the node:http `server`
+ * and `close()`. It binds `127.0.0.1` unless `host` says otherwise (`0.0.0.0` or `::` for
+ * every interface, behind a load balancer or in a container), and prints nothing.
+ *
+ * `service` is the channel service itself, not the promise `createChannelService()` returns:
+ * given a promise (a forgotten `await`), it throws a TypeError saying so.
+ *
+ * @example
+ * const service = await createChannelService({ storage, flows });
+ * const { url } = await serve(service, { port: 3000 });
+ * console.log(`listening on ${url}`);
+ */
 export function serve(service: WebHandler, options: ServeOptions = {}): Promise<RunningServer> {
+  assertChannelService(service, "serve(service)");
   const host = options.host ?? "127.0.0.1";
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const server = createServer(

@@ -83,12 +83,16 @@ export function executeJsonTests(h: Harness): void {
       });
     });
 
-    it("500 runtime_error in the envelope when the service itself fails (the channel's flow is not registered)", async () => {
+    it("503 flow_unavailable in the envelope, naming the flow, when the channel's flow is not registered by the service", async () => {
       const channel = await h.channel({ flow: "echo" });
       // The admin API refuses unknown flows, so the binding is broken in storage directly.
       await h.target.storage.updateChannel(channel.id, { flowName: "not-registered" }, new Date().toISOString());
-      await expectError(await execute(h, channel.key, { payload: "hi", stream: false }), 500, "runtime_error");
-      await expectError(await execute(h, channel.key, { payload: "hi", stream: true }), 500, "runtime_error");
+      for (const stream of [false, true]) {
+        const response = await execute(h, channel.key, { payload: "hi", stream });
+        const body = (await response.clone().json()) as { error: { message: string } };
+        await expectError(response, 503, "flow_unavailable");
+        expect(body.error.message).toContain('"not-registered"');
+      }
     });
 
     const combos: [boolean, boolean | undefined, "json" | "sse"][] = [

@@ -3,6 +3,10 @@ import { ServiceError } from "../http/errors.js";
 import type { ChannelRecord } from "../storage/types.js";
 import { verifySignature } from "./signature.js";
 
+/** The 503's message when the channel has a secret that the configured master key cannot open. */
+const SEALED_UNDER_ANOTHER_KEY =
+  "A signature is required, but this channel's signing secret cannot be opened with the master key the service is configured with: it was sealed under another key.";
+
 /**
  * Checks a request's `X-Service-Signature` against the channel's signing secret, over the
  * exact raw body: `503 signing_secret_unavailable` when the channel has no secret the master
@@ -17,8 +21,11 @@ export async function checkChannelSignature(
   const sealed = channel.signingSecretEncrypted;
   const secret = sealed === null ? null : await ctx.secrets.decrypt(sealed);
   if (secret === null) {
-    if (sealed !== null) ctx.logger.error(`channelkit: the signing secret of channel ${channel.id} cannot be decrypted with the configured master key`);
-    throw new ServiceError("signing_secret_unavailable");
+    if (sealed === null) throw new ServiceError("signing_secret_unavailable");
+    ctx.logger.error(
+      `channelkit: the signing secret of channel ${channel.id} cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY): it was sealed under another key. Start with that key, or rotate the secret.`,
+    );
+    throw new ServiceError("signing_secret_unavailable", SEALED_UNDER_ANOTHER_KEY);
   }
   await verifySignature(request.headers.get("x-service-signature"), secret, body);
 }

@@ -2,15 +2,31 @@ import type { RegisteredFlow, ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import type { ChannelRecord } from "../storage/types.js";
 
+/** The channel/flow pairs already logged as unregistered, per service: one error line each, not one per request. */
+const logged = new WeakMap<ServiceContext, Set<string>>();
+
 /**
  * The registered flow a channel is bound to. A channel bound to a flow this service does not
- * register is the host's misconfiguration: logged, and `500 runtime_error` for the caller.
+ * register (the start-up warns of each) is the host's misconfiguration, or an instance that
+ * does not know a flow yet during a deploy: `503 flow_unavailable`, whose message names the
+ * flow, logged once per channel and flow.
  */
 export function channelFlow(ctx: ServiceContext, channel: ChannelRecord): RegisteredFlow {
   const registered = ctx.flows.get(channel.flowName);
   if (!registered) {
-    ctx.logger.error(`channelkit: channel ${channel.id} is bound to flow "${channel.flowName}", which is not registered`);
-    throw new ServiceError("runtime_error");
+    let seen = logged.get(ctx);
+    if (!seen) {
+      seen = new Set();
+      logged.set(ctx, seen);
+    }
+    const key = `${channel.id}\u0000${channel.flowName}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      ctx.logger.error(
+        `channelkit: channel ${channel.id} is bound to flow "${channel.flowName}", which is not registered (registered: ${[...ctx.flows.keys()].join(", ") || "none"}): its runs answer 503 flow_unavailable`,
+      );
+    }
+    throw new ServiceError("flow_unavailable", `This channel is bound to the flow "${channel.flowName}", which this service does not register.`);
   }
   return registered;
 }

@@ -46,6 +46,7 @@ export const ERROR_CODES = {
   runtime_error: { status: 500, message: "An unexpected error occurred in the service." },
   signing_secret_unavailable: { status: 503, message: "A signature is required but no signing secret is configured for this channel." },
   jwks_unavailable: { status: 503, message: "The key set that verifies admin tokens cannot be fetched; try again shortly." },
+  flow_unavailable: { status: 503, message: "The flow this channel is bound to is not registered by this service." },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A machine-readable error code of the contract. */

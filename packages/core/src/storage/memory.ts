@@ -20,6 +20,7 @@ import type {
   NewMessage,
   RunRecord,
   RunTicket,
+  SchemaStatus,
   Storage,
   TenantRecord,
   StoreRunInput,
@@ -599,6 +600,12 @@ export function memoryStorage(): Storage {
 
     async migrate(): Promise<void> {
       open();
+    },
+
+    /** Always up to date: the memory storage has no schema to migrate. */
+    async schemaStatus(): Promise<SchemaStatus> {
+      open();
+      return { known: [], pending: [], unknown: [] };
     },
 
     async close(): Promise<void> {

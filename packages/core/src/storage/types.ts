@@ -609,5 +609,22 @@ export interface Storage {
 
   /** Brings the schema up to date. */
   migrate(): Promise<void>;
+  /**
+   * Which migrations the database lacks, or has that this version does not know, read without
+   * changing anything. `createChannelService` asks it at start-up and refuses to start on a
+   * schema that is missing or behind, saying how to migrate. Optional: a storage without it
+   * (one of your own) is not checked.
+   */
+  schemaStatus?(): Promise<SchemaStatus>;
   close(): Promise<void>;
+}
+
+/** What {@link Storage.schemaStatus} finds: the database's schema against the migrations this version knows. */
+export interface SchemaStatus {
+  /** Every migration this version knows, in the order they apply (e.g. `0001_initial`). */
+  known: string[];
+  /** Those not applied yet, in order: all of them on a database never migrated, none when up to date. */
+  pending: string[];
+  /** Applied migrations this version does not know: the database was migrated by a newer version (harmless while migrations only add). */
+  unknown: string[];
 }

@@ -1,0 +1,15 @@
+import { createChannelService, memoryStorage } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
+import { describe, expect, it } from "vitest";
+import { channelkit } from "./index.js";
+
+describe("the Hono adapter given the promise of createChannelService (a forgotten await)", () => {
+  it("throws a TypeError that says to await it", async () => {
+    const pending = createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: { warn() {}, error() {} } });
+    // @ts-expect-error what a JavaScript caller can do
+    expect(() => channelkit(pending)).toThrow(TypeError);
+    // @ts-expect-error what a JavaScript caller can do
+    expect(() => channelkit(pending)).toThrow("channelkit(service) was given a Promise, not a channel service: createChannelService() is async");
+    await (await pending).close();
+  });
+});
