@@ -82,7 +82,9 @@ describe("idempotency", () => {
     try {
       const refused = await failing.execute({ payload: "x", stream: false }, "k-1");
       expect(refused.status).toBe(500);
-      expect(await failing.storage.findConversation(crypto.randomUUID())).toBeNull();
+      // Refused at the claim, before the run began.
+      expect(claimFails.calls).toEqual(["claim"]);
+      expect(failing.logged.some((line) => line.startsWith("error: "))).toBe(true);
     } finally {
       await failing.service.close();
     }
