@@ -2,8 +2,9 @@
  * The client in a browser: bundled for the browser with esbuild (so no Node built-in can hide
  * in it), loaded by a page of its own origin in Chromium (playwright-core, as the widget's
  * browser tests drive it), talking to a real service on 127.0.0.1 across origins with a
- * publishable key: execute, a stream read to its end and one aborted, history, a typed error,
- * and a signature computed with the browser's Web Crypto.
+ * publishable key: execute, a stream read to its end and one aborted, history, an execute sent
+ * twice with one Idempotency-Key (the preflight allows the header), a typed error, and a
+ * signature computed with the browser's Web Crypto.
  */
 import { signRequestBody } from "@channelkit/core";
 import { build } from "esbuild";
@@ -51,7 +52,7 @@ describe.skipIf(missing !== null)("the client bundled for the browser, in Chromi
     await server?.close();
   });
 
-  it("execute, stream (whole, and aborted mid-way), history, a typed error and a signature, from a page of another origin", async () => {
+  it("execute, stream (whole, and aborted mid-way), history, an execute sent again with its Idempotency-Key, a typed error and a signature, from a page of another origin", async () => {
     const echo = await server.channel({ flow: "echo", mode: "public", allowedOrigins: [site.origin] });
     const slow = await server.channel({ flow: "slow", mode: "public", allowedOrigins: [site.origin] });
     const page = await browser.newPage();
@@ -73,6 +74,9 @@ describe.skipIf(missing !== null)("the client bundled for the browser, in Chromi
           if (chunk.type === "text-delta") text += chunk.delta;
         }
         const history = await client.history(run.conversation_id);
+        // Every execute carries an Idempotency-Key across origins (the preflight allows it): the same key answers the first run again.
+        const keyed = await client.execute({ payload: "keyed in Chromium" }, { idempotencyKey: "browser-order-1" });
+        const keyedAgain = await client.execute({ payload: "keyed in Chromium" }, { idempotencyKey: "browser-order-1" });
 
         const controller = new AbortController();
         const long = await ck.createClient({ baseUrl, apiKey: slowKey }).stream({ payload: "long" }, { signal: controller.signal });
@@ -100,6 +104,7 @@ describe.skipIf(missing !== null)("the client bundled for the browser, in Chromi
           run: { status: run.status, messages: run.output?.messages, conversationId: run.conversation_id },
           streamed: { runIds: reply.run, types, text },
           history: history.messages.map((message) => message.content),
+          keyed: [keyed.run_id, keyedAgain.run_id],
           aborted: { name: aborted, deltas, runId: long.runId },
           refused,
           signature,
@@ -118,6 +123,7 @@ describe.skipIf(missing !== null)("the client bundled for the browser, in Chromi
     expect(result.history).toEqual(["from Chromium", "Echo: from Chromium", "streamed in Chromium", "Echo: streamed in Chromium"]);
     expect(result.aborted).toMatchObject({ name: "AbortError", deltas: ["word1 ", "word2 "] });
     expect(result.refused).toEqual({ isChannelkitError: true, status: 401, code: "invalid_api_key" });
+    expect(result.keyed[0]).toBe(result.keyed[1]);
     expect(result.signature).toBe(await signRequestBody("svc_sig_browser", JSON.stringify({ payload: "Grüße 😀" }), 1_700_000_000));
     // The aborted stream closed its connection: the service stored the run cancelled.
     await expect.poll(async () => (await server.target.storage.findRun(result.aborted.runId as string))?.status, { timeout: 5000 }).toBe("cancelled");
