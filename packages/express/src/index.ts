@@ -77,7 +77,7 @@ export function channelkit(service: MountableService, options: ChannelkitExpress
 const BODY_ALREADY_READ =
   "channelkit: the request body was already read by a body parser installed before channelkit, and its raw bytes " +
   "(needed for signatures) were not kept. Mount channelkit before the parser (mountChannelkit(app, service) does), " +
-  "or keep the bytes with express.json({ verify: keepRawBody }).";
+  'or keep the bytes with express.json({ verify: keepRawBody }) (import { keepRawBody } from "@channelkit/express").';
 
 /**
  * Mounts {@link channelkit} on `app` under `options.path` and moves it to the front of the
@@ -112,6 +112,7 @@ export function mountChannelkit(app: ExpressApplication, service: MountableServi
  * must parse JSON before channelkit runs: channelkit then verifies signatures over them.
  *
  * @example
+ * import { channelkit, keepRawBody } from "@channelkit/express";
  * app.use(express.json({ verify: keepRawBody }));
  * app.use(channelkit(service));
  */

@@ -8,9 +8,9 @@ export type MountableService = Pick<ChannelService, "handler" | "routes">;
 /**
  * A Hono app serving exactly the service's routes (every method on each path, so the service
  * itself answers 405 and CORS preflights). Mount it in the host's app with `app.route()`, at
- * the root or under a prefix; the host's other routes and its `notFound` stay its own. The
- * same app runs on `@hono/node-server` and as a plain fetch handler (`app.fetch`) on Bun,
- * Deno and Cloudflare Workers.
+ * the root or under a prefix; the host's other routes and its `notFound` stay its own. It
+ * runs on Node with `@hono/node-server`; it is a plain fetch handler (`app.fetch`), written
+ * for Bun, Deno and Cloudflare Workers too, but only Node is tested and supported today.
  *
  * The service receives the original `c.req.raw`, so the exact body bytes, the stream and the
  * request's abort signal pass through untouched. If a host middleware already read the body
