@@ -13,8 +13,12 @@ export function withCors(request: IncomingRequest, reply: Reply): Reply {
   reply.headers["access-control-allow-origin"] = origin;
   const vary = reply.headers.vary;
   reply.headers.vary = vary === undefined ? "Origin" : `${[vary].flat().join(", ")}, Origin`;
-  // A page's script reads only the safelisted response headers unless told: these say when to retry.
-  if (reply.headers.ratelimit !== undefined) reply.headers["access-control-expose-headers"] = "Retry-After, RateLimit, RateLimit-Policy";
+  // A page's script reads only the safelisted response headers unless told: these say when
+  // to retry, and whether an idempotent request's answer is a replay.
+  const exposed: string[] = [];
+  if (reply.headers.ratelimit !== undefined) exposed.push("Retry-After, RateLimit, RateLimit-Policy");
+  if (reply.headers["idempotent-replayed"] !== undefined) exposed.push("Idempotent-Replayed");
+  if (exposed.length > 0) reply.headers["access-control-expose-headers"] = exposed.join(", ");
   return reply;
 }
 
