@@ -47,6 +47,7 @@ export const ERROR_CODES = {
   rate_limited: 429,
   runtime_error: 500,
   signing_secret_unavailable: 503,
+  flow_unavailable: 503,
   jwks_unavailable: 503,
   network_error: 0,
   http_error: 0,

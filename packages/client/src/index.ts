@@ -30,6 +30,7 @@ export {
   type DataRunChunk,
   type ErrorChunk,
   type FinishChunk,
+  type FinishMetadata,
   type OtherUIMessageChunk,
   type TextDeltaChunk,
   type TextEndChunk,

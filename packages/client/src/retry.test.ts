@@ -202,6 +202,18 @@ describe("503: the admin key set cannot be fetched", () => {
     await service?.close();
   });
 
+  it("a 503 of the service's own configuration (flow_unavailable) is thrown at once, typed, never sent again", async () => {
+    const channel = await server.channel({ flow: "echo" });
+    // Bound to a flow this server does not register (as after a deploy that removed it).
+    await server.target.storage.updateChannel(channel.id, { flowName: "retired" }, new Date().toISOString());
+    const recorder = recordingFetch();
+    const client = createClient({ baseUrl: server.url, apiKey: channel.key, fetch: recorder.fetch, retry: { baseDelayMs: 10 } });
+    const error = await client.execute({ payload: "hello" }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ChannelkitError);
+    expect(error).toMatchObject({ status: 503, code: "flow_unavailable" });
+    expect(recorder.exchanges.map(({ method, status }) => [method, status])).toEqual([["POST", 503]]);
+  });
+
   it("a GET is sent again at most maxRetries times with backoff, then throws the 503; a POST is sent once", async () => {
     const recorder = recordingFetch();
     const admin = createClient({ baseUrl: running.url, adminToken: token, fetch: recorder.fetch, retry: { maxRetries: 2, baseDelayMs: 50 } }).admin(tenantId);

@@ -1,6 +1,6 @@
 import { ChannelkitError } from "./errors.js";
 import { sseJson } from "./sse.js";
-import type { RunIds } from "./types.js";
+import type { ConversationMode, RunIds, RunStatus } from "./types.js";
 
 /** The stream's first chunk: the run's ids. channelkit's own part of the protocol. */
 export interface DataRunChunk {
@@ -23,10 +23,22 @@ export interface TextEndChunk {
   type: "text-end";
   id: string;
 }
-/** The run ended (also when it paused, handed over or was cancelled): the stream's last chunk. */
+/**
+ * The run ended (also when it paused, handed over or was cancelled): the stream's last chunk.
+ * `messageMetadata` says how (the AI SDK's `useChat` shows it as the message's `metadata`).
+ */
 export interface FinishChunk {
   type: "finish";
   finishReason?: string;
+  messageMetadata?: FinishMetadata;
+}
+
+/** The run's outcome, carried by {@link FinishChunk}: as the JSON answer's `status` and `output.metadata.livechat_mode`. */
+export interface FinishMetadata {
+  /** `success`, `pending` (paused, or handed over) or `cancelled`; a failed run ends with an `error` chunk instead. */
+  status: Exclude<RunStatus, "error">;
+  /** `livechat_waiting` when the run handed over, the current mode when a human has the conversation, else null. */
+  livechat_mode: ConversationMode | null;
 }
 /** The run failed after the stream began: the stream's last chunk; no `finish` follows. */
 export interface ErrorChunk {

@@ -82,7 +82,8 @@ export async function send(transport: Transport, call: Call): Promise<Response> 
     const again =
       attempt < retries &&
       (error.status === 429 ||
-        (error.status === 503 && error.code !== "signing_secret_unavailable") ||
+        // A 503 of the service's own configuration does not pass by waiting.
+        (error.status === 503 && error.code !== "signing_secret_unavailable" && error.code !== "flow_unavailable") ||
         // An attempt the service received and still runs: its answer comes to a later one.
         (keyed && error.code === "idempotency_key_in_use")) &&
       (error.retryAfter === undefined || error.retryAfter * 1000 <= policy.maxDelayMs);
