@@ -35,7 +35,7 @@ export {
 export type { RateLimiter } from "./ratelimit/limiter.js";
 export type { TrustProxy } from "./ratelimit/address.js";
 export type { Logger } from "./context.js";
-export type { ChannelAdmin, CreatedChannel } from "./admin/operations.js";
+export type { ChannelAdmin, CreatedChannel, TenantView } from "./admin/operations.js";
 export type { ChannelView } from "./admin/channel-view.js";
 export type { AuditQueryInput, CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
 export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";
