@@ -29,7 +29,7 @@ const server = Bun.serve({
   port: 0,
   // Streams that wait (a turn, a live chat) must not be cut by Bun's 10 s idle timeout.
   idleTimeout: 0,
-  fetch: (request, server) => app.fetch(request, server.requestIP(request)?.address),
+  fetch: (request, server) => app.fetch(request, { clientAddress: server.requestIP(request)?.address }),
 });
 console.log(`listening on http://127.0.0.1:${server.port}`);
 

@@ -30,7 +30,7 @@ await storage.migrate();
 const app = await testApp(storage, options, Deno.env.get("CHANNELKIT_TEST_CONTROL") ?? "", kyselyKeyExpiry(storage));
 
 const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: ({ port }) => console.log(`listening on http://127.0.0.1:${port}`) }, (request, info) =>
-  app.fetch(request, info.remoteAddr.hostname),
+  app.fetch(request, { clientAddress: info.remoteAddr.hostname }),
 );
 
 Deno.addSignalListener("SIGTERM", async () => {

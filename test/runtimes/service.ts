@@ -1,4 +1,13 @@
-import { adminApi, type ChannelService, type ChannelServiceOptions, createChannelService, type Logger, liveChatInbox, type Storage } from "@channelkit/core";
+import {
+  adminApi,
+  type ChannelService,
+  type ConnectionInfo,
+  type ChannelServiceOptions,
+  createChannelService,
+  type Logger,
+  liveChatInbox,
+  type Storage,
+} from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import type { KyselyStorage } from "@channelkit/kysely";
 
@@ -34,7 +43,7 @@ const quiet: Logger = { warn() {}, error() {} };
 /** A test server's fetch handler: the service, and the control route behind its token. */
 export interface TestApp {
   service: ChannelService;
-  fetch(request: Request, clientAddress?: string): Promise<Response>;
+  fetch(request: Request, connection?: ConnectionInfo): Promise<Response>;
 }
 
 /**
@@ -47,12 +56,13 @@ export async function testApp(
   options: TargetOptions,
   controlToken: string,
   expireApiKeys: (channelId: string) => Promise<void>,
+  logger: Logger = quiet,
 ): Promise<TestApp> {
   const service = await createChannelService({
     storage,
     flows: demoFlows,
     secretKey: SECRET_KEY,
-    logger: quiet,
+    logger,
     livechat: liveChatInbox({ secret: ADMIN_JWT_SECRET }),
     plugins: [adminApi({ secret: ADMIN_JWT_SECRET })],
     ...options,
@@ -76,9 +86,9 @@ export async function testApp(
   }
   return {
     service,
-    fetch(request, clientAddress) {
+    fetch(request, connection) {
       if (new URL(request.url).pathname === CONTROL_PATH) return control(request);
-      return service.handler(request, { clientAddress });
+      return service.handler(request, connection);
     },
   };
 }

@@ -122,7 +122,10 @@ const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
   "Access-Control-Allow-Headers": { description: "The request headers the route takes.", schema: { type: "string" } },
   "Access-Control-Allow-Methods": { description: "The methods of the path.", schema: { type: "string" } },
   "Access-Control-Max-Age": { description: "How long a browser may keep the preflight's answer, in seconds.", schema: { type: "string" } },
-  Connection: { description: "`keep-alive`: the stream stays open (HTTP/1.1).", schema: { type: "string", const: "keep-alive" } },
+  Connection: {
+    description: "`keep-alive`: the stream stays open (HTTP/1.1). Hop-by-hop: absent over HTTP/2 and from a Cloudflare Worker, which drops it.",
+    schema: { type: "string", const: "keep-alive" },
+  },
   "Cache-Control-Stream": { description: "`Cache-Control` of an event stream.", schema: { type: "string", const: "no-cache, no-transform" } },
   "Cache-Control-No-Store": { description: "`Cache-Control`: never cached, since settings change at any time.", schema: { type: "string", const: "no-store" } },
   "Cache-Control-Public": { description: "`Cache-Control`: cached publicly for 5 minutes.", schema: { type: "string", const: "public, max-age=300" } },

@@ -192,7 +192,12 @@ function preflight(path: string, tag: Tag, operationId: string, plugin?: string,
   };
 }
 
-const STREAM_HEADERS: HeaderName[] = ["Cache-Control-Stream", "Connection", "X-Accel-Buffering", "X-Vercel-AI-UI-Message-Stream"];
+const STREAM_HEADERS: HeaderName[] = ["Cache-Control-Stream", "X-Accel-Buffering", "X-Vercel-AI-UI-Message-Stream"];
+/**
+ * `Connection: keep-alive`, sent with every stream but hop-by-hop: HTTP/2 forbids it and
+ * Cloudflare Workers drop it, so a client may not see it.
+ */
+const HOP_BY_HOP: HeaderName[] = ["Connection"];
 
 const EXECUTE = "/public/v1/api/execute";
 const CONVERSATION = "/public/v1/api/conversations/{session_id}";
@@ -220,6 +225,7 @@ const RESUME_RESPONSES: Record<number, SuccessSpec> = {
       "The stream of the conversation's run in flight, every event from its `data-run`, then live to its `finish` or `error` (the run whose stream started last, when several are in flight).",
     sse: "UIMessageStreamEvent",
     headers: STREAM_HEADERS,
+    optionalHeaders: HOP_BY_HOP,
   },
   204: { description: "No run of a resumable channel is in flight for this conversation." },
 };
@@ -244,7 +250,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
           "The run: as JSON (`stream` false), or as a stream of server-sent events. With an `Idempotency-Key` already answered, that answer again, the stream's events all at once.",
         json: "RunDocument",
         sse: "UIMessageStreamEvent",
-        optionalHeaders: [...STREAM_HEADERS, "Idempotent-Replayed"],
+        optionalHeaders: [...STREAM_HEADERS, ...HOP_BY_HOP, "Idempotent-Replayed"],
       },
     },
     errors: [...CHANNEL_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", ...IDEMPOTENCY, "flow_unavailable"],
@@ -298,7 +304,8 @@ export const OPERATIONS: readonly OperationSpec[] = [
       200: {
         description: "The live chat as server-sent events.",
         sse: "ConversationEventStreamEvent",
-        headers: ["Cache-Control-Stream", "Connection", "X-Accel-Buffering"],
+        headers: ["Cache-Control-Stream", "X-Accel-Buffering"],
+        optionalHeaders: HOP_BY_HOP,
       },
     },
     errors: [...CHANNEL_KEY, "validation_error"],
@@ -381,7 +388,9 @@ export const OPERATIONS: readonly OperationSpec[] = [
     security: "publishableKey",
     parameters: [ORIGIN, SIGNATURE_HEADER],
     body: { component: "WidgetChatRequest", required: true },
-    responses: { 200: { description: "The run as a stream of server-sent events.", sse: "UIMessageStreamEvent", headers: STREAM_HEADERS } },
+    responses: {
+      200: { description: "The run as a stream of server-sent events.", sse: "UIMessageStreamEvent", headers: STREAM_HEADERS, optionalHeaders: HOP_BY_HOP },
+    },
     errors: [...PUBLISHABLE_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", "flow_unavailable"],
     counted: true,
   },
@@ -632,7 +641,9 @@ export const OPERATIONS: readonly OperationSpec[] = [
     tag: "inbox",
     plugin: INBOX_PLUGIN,
     security: "admin",
-    responses: { 200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "Connection", "X-Accel-Buffering"] } },
+    responses: {
+      200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"], optionalHeaders: HOP_BY_HOP },
+    },
     errors: ADMIN,
     counted: true,
   },
