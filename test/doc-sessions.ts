@@ -267,22 +267,22 @@ function observe(seen: Seen, text: string): void {
 
 /** A command with its placeholders replaced by what they stand for, and the servers' URLs; or why it cannot run. */
 function resolve(text: string, seen: Seen, urls: Map<string, string>): { sent: string } | { error: string } {
-  const values: [RegExp, string | undefined][] = [
-    [/<tenant id[^<>\n]*>/g, seen.tenant],
-    [/<widget channel id[^<>\n]*>/g, seen.widgetChannel],
-    [/<channel id[^<>\n]*>/g, seen.channel],
-    [/<conversation id[^<>\n]*>/g, seen.conversation],
-    [/<api key[^<>\n]*>/g, seen.key],
-    [/\bsvc_live_…/g, seen.keys.live],
-    [/\bsvc_test_…/g, seen.keys.test],
-    [/\bsvc_pub_…/g, seen.keys.pub],
-    [/<the same secret>/g, '"$CHANNELKIT_ADMIN_JWT_SECRET"'],
+  const values: [RegExp, string, string | undefined][] = [
+    [/<tenant id[^<>\n]*>/g, "<tenant id>", seen.tenant],
+    [/<widget channel id[^<>\n]*>/g, "<widget channel id>", seen.widgetChannel],
+    [/<channel id[^<>\n]*>/g, "<channel id>", seen.channel],
+    [/<conversation id[^<>\n]*>/g, "<conversation id>", seen.conversation],
+    [/<api key[^<>\n]*>/g, "<api key>", seen.key],
+    [/\bsvc_live_…/g, "svc_live_…", seen.keys.live],
+    [/\bsvc_test_…/g, "svc_test_…", seen.keys.test],
+    [/\bsvc_pub_…/g, "svc_pub_…", seen.keys.pub],
+    [/<the same secret>/g, "<the same secret>", '"$CHANNELKIT_ADMIN_JWT_SECRET"'],
   ];
   let sent = text;
-  for (const [pattern, value] of values) {
+  for (const [pattern, name, value] of values) {
     if (!pattern.test(sent)) continue;
-    if (value === undefined) return { error: `nothing printed before stands for ${pattern.source.replace(/\[.*$/, "")}` };
-    sent = sent.replace(pattern, value);
+    if (value === undefined) return { error: `nothing the session printed before stands for ${name}` };
+    sent = sent.replace(pattern, () => value);
   }
   const left = /<[a-z][a-z0-9 ,_-]*>|…/.exec(sent.replace(/(^|\s)#.*$/gm, ""));
   if (left) return { error: `a placeholder this check cannot fill: ${left[0]}` };
@@ -449,9 +449,9 @@ function printed(result: Pick<CommandResult, "stdout" | "stderr">): string {
   return `${result.stdout}${result.stderr}`;
 }
 
-/** True when a session starts a server of its own; else it runs against `npm start`'s, started first. */
+/** True when a session starts a server of its own, or has a config (then no demo): else it runs against `npm start`'s, started first. */
 function startsServer(session: PageSession): boolean {
-  return session.steps.some((step) => step.commands.some((command) => /(^|[\s;&|(])(npm start|npx channelkit serve)\b/m.test(command.text)));
+  return Object.keys(session.files).length > 0 || session.steps.some((step) => step.commands.some((command) => /(^|[\s;&|(])(npm start|npx channelkit serve)\b/m.test(command.text)));
 }
 
 /**
@@ -510,7 +510,7 @@ export async function runSession(session: PageSession): Promise<SessionResult> {
     const shownError = `${command.shown ?? ""}${step?.output?.code ?? ""}`.includes('"error"');
     if (done.code !== 0 && !shownError) {
       result.failures.push(`${at}: exited with ${done.code}: ${command.text}\n${printed(done)}`.trimEnd());
-    } else if (!shownError && /^\{"error":\{/m.test(printed(done))) {
+    } else if (!shownError && /^\{"error":\{"code":"/m.test(printed(done))) {
       result.failures.push(`${at}: answered an error the page does not show: ${printed(done).trim()}`);
     }
     if (command.shown !== null && !matchesShown(command.shown, printed(done) || startup)) {

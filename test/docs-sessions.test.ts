@@ -162,7 +162,7 @@ const extraChecks: Record<string, (result: SessionResult) => Promise<void>> = {
     const dataRun = cut.events[0];
     expect(dataRun?.type).toBe("data-run");
     const said = cut.events.filter((event) => event.type === "text-delta").map((event) => event.delta);
-    expect(said.length).toBeGreaterThan(1);
+    expect(said.length).toBeGreaterThan(0);
     expect(said.length).toBeLessThan(50);
     expect(said).toEqual(WORDS.slice(0, said.length));
     expect(cut.events.some((event) => event.type === "finish")).toBe(false);
@@ -233,7 +233,7 @@ describe("the documentation's shell sessions", () => {
       ),
       expect.stringMatching(/^drift\.md:4: exited with 1: npx channelkit channel show .*\n\{"error":\{"code":"channel_not_found"/),
       expect.stringMatching(/^drift\.md:7: the block above printed\n/),
-      "drift.md:11: nothing printed before stands for <tenant id",
+      "drift.md:11: nothing the session printed before stands for <tenant id>",
     ]);
   }, 60_000);
 
