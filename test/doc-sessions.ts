@@ -451,7 +451,10 @@ function printed(result: Pick<CommandResult, "stdout" | "stderr">): string {
 
 /** True when a session starts a server of its own, or has a config (then no demo): else it runs against `npm start`'s, started first. */
 function startsServer(session: PageSession): boolean {
-  return Object.keys(session.files).length > 0 || session.steps.some((step) => step.commands.some((command) => /(^|[\s;&|(])(npm start|npx channelkit serve)\b/m.test(command.text)));
+  return (
+    Object.keys(session.files).length > 0 ||
+    session.steps.some((step) => step.commands.some((command) => /(^|[\s;&|(])(npm start|npx channelkit serve)\b/m.test(command.text)))
+  );
 }
 
 /**
