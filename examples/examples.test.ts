@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Binary, describeWithRuntime, runtimeBinary } from "../test/runtimes/binaries.js";
 
 /*
  * Each example as a user runs it: the database provisioned with the built `channelkit`
@@ -67,10 +68,18 @@ async function start(example: string, db: string, extraEnv: Record<string, strin
     if (value === undefined) delete env[name];
     else env[name] = value;
   }
-  const child = spawn(command === "node" ? process.execPath : (command as string), args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  return spawnServer(`examples/${example}`, command === "node" ? process.execPath : (command as string), args, cwd, env);
+}
+
+/** Spawns a server and resolves once it prints `listening on <url>`. */
+async function spawnServer(label: string, command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, waitMs = 15_000): Promise<Started> {
+  const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`examples/${example} did not print "listening on" in time:\n${output}`)), 15_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${label} did not print "listening on" in time:\n${output}`));
+    }, waitMs);
     const read = (chunk: Buffer) => {
       output += chunk.toString();
       const found = output.match(/listening on (http:\/\/\S+)/);
@@ -83,7 +92,7 @@ async function start(example: string, db: string, extraEnv: Record<string, strin
     child.stderr.on("data", read);
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`examples/${example} exited with ${code}:\n${output}`));
+      reject(new Error(`${label} exited with ${code}:\n${output}`));
     });
   });
   return { url, output: () => output, stop: () => stop(child) };
@@ -246,5 +255,106 @@ describe("examples/ai-agent", () => {
     expect(handedOver.status, JSON.stringify(handedOver)).toBe("pending");
     expect(handedOver.output.metadata).toMatchObject({ execution_order: ["llm", "handover", "livechat"], livechat_mode: "livechat_waiting" });
     expect(handedOver.output.messages.at(-1).content).toBe("A person from our support team will take it from here.");
+  });
+});
+
+/** The command line of a runtime example's README (`PORT=3000 <command> ...`), split; and the binary it runs. */
+async function readmeServerCommand(example: string): Promise<{ env: Record<string, string>; command: string; args: string[] }> {
+  const readme = await readFile(join(ROOT, "examples", example, "README.md"), "utf8");
+  const line = readme.split("\n").find((candidate) => /^PORT=3000 \S/.test(candidate));
+  if (!line) throw new Error(`examples/${example}/README.md has no PORT=3000 command line`);
+  const words = (line.split(/\s+#/)[0] as string).trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  while (/^[A-Z_]+=/.test(words[0] ?? "")) {
+    const [name, value] = (words.shift() as string).split("=") as [string, string];
+    env[name] = value;
+  }
+  const [command, ...args] = words as [string, ...string[]];
+  return { env, command, args };
+}
+
+/**
+ * Starts a runtime example with its README's command line, from the repository root as the
+ * README says: the binary from node_modules/.bin (or this Node for `node`), PORT=0 instead of 3000.
+ */
+async function startFromReadme(example: string, extraEnv: Record<string, string>): Promise<Started> {
+  const { env: readmeEnv, command, args } = await readmeServerCommand(example);
+  expect(readmeEnv).toEqual({ PORT: "3000" });
+  const binary = command === "node" ? process.execPath : join(ROOT, command);
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", CHANNELKIT_SECRET_KEY: SECRET_KEY, ...extraEnv };
+  // A first start compiles the server (Deno type-strips it, workerd loads its bundle): more time than a Node server.
+  return spawnServer(`examples/${example}`, binary, args, ROOT, env, 25_000);
+}
+
+/** Sends the README's execute request with `key` and checks the echo flow's reply, as the README shows it. */
+async function checkReadmeExecute(example: string, server: Started, key: string): Promise<void> {
+  expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  const { path, body } = await readmeRequest(example);
+  const response = await fetch(server.url + path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body,
+  });
+  const run = (await response.json()) as { status: string; output: { result: { echo: string; turn: number } } };
+  expect(response.status, JSON.stringify(run)).toBe(200);
+  expect(run.status, JSON.stringify(run)).toBe("success");
+  expect(run.output.result).toEqual({ echo: (JSON.parse(body) as { payload: string }).payload, turn: 1 });
+}
+
+/** workerd as miniflare's dependency installs it, if it runs. */
+function workerdBinary(): Binary {
+  const path = join(ROOT, "node_modules", ".bin", "workerd");
+  if (!existsSync(path)) return { missing: `${path} does not exist (npm install, the miniflare devDependency)` };
+  try {
+    return { path, version: `workerd ${execFileSync(path, ["--version"], { encoding: "utf8", timeout: 30_000 }).trim()}` };
+  } catch (error) {
+    return { missing: `${path} --version failed (was its postinstall script run?): ${(error as Error).message}` };
+  }
+}
+
+/*
+ * The runtime examples (Bun, Deno, a Worker in workerd) as their READMEs run them: the server
+ * started with the README's command line, then its execute request. Skipped with the reason
+ * printed when the runtime's binary is missing; under CI=true that fails instead.
+ */
+describe("runtime examples, as their READMEs run them", () => {
+  let dir = "";
+  beforeAll(async () => {
+    if (!existsSync(CLI)) throw new Error("the examples run on the built packages: npm run build first");
+    dir = await mkdtemp(join(tmpdir(), "channelkit-runtime-examples-"));
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  for (const [example, name] of [
+    ["bun", "bun"],
+    ["deno", "deno"],
+  ] as const) {
+    describeWithRuntime(`examples/${example}`, runtimeBinary(name), () => {
+      it("serves the README's request on a SQLite file provisioned by the Node CLI", { timeout: 30_000 }, async () => {
+        const db = join(dir, `${example}.db`);
+        const key = await provision(db);
+        const server = await startFromReadme(example, { CHANNELKIT_DB: db });
+        try {
+          await checkReadmeExecute(example, server, key);
+        } finally {
+          await server.stop();
+        }
+      });
+    });
+  }
+
+  describeWithRuntime("examples/workers", workerdBinary(), () => {
+    it("run.mjs serves the README's request in workerd, with the demo key it prints", { timeout: 30_000 }, async () => {
+      const server = await startFromReadme("workers", { CHANNELKIT_D1_DIR: join(dir, "d1") });
+      try {
+        const key = server.output().match(/its key, shown once: (svc_live_\w+)/)?.[1];
+        expect(key, server.output()).toBeDefined();
+        await checkReadmeExecute("workers", server, key as string);
+      } finally {
+        await server.stop();
+      }
+    });
   });
 });

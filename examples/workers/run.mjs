@@ -1,5 +1,5 @@
 // Runs examples/workers/worker.ts locally in workerd (miniflare), on a D1 database kept in
-// examples/workers/.state: bundles the Worker with esbuild as wrangler would, migrates D1,
+// examples/workers/.state (or CHANNELKIT_D1_DIR): bundles the Worker with esbuild as wrangler would, migrates D1,
 // creates a demo tenant and channel on the first start (printing its key once), and serves
 // on 127.0.0.1. From the repository root: node examples/workers/run.mjs
 import { createChannelService } from "@channelkit/core";
@@ -25,7 +25,7 @@ const mf = new Miniflare({
   compatibilityDate: "2026-04-01",
   compatibilityFlags: ["enable_request_signal"],
   d1Databases: ["DB"],
-  d1Persist: `${here}.state/d1`,
+  d1Persist: process.env.CHANNELKIT_D1_DIR ?? `${here}.state/d1`,
   bindings: secretKey ? { CHANNELKIT_SECRET_KEY: secretKey } : {},
   cf: false, // no Request.cf from Cloudflare's API: nothing leaves this machine
   host: process.env.HOST ?? "127.0.0.1",
