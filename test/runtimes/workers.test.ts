@@ -1,22 +1,5 @@
 import { join } from "node:path";
-import { describe } from "vitest";
-import { adminTests } from "../../packages/testkit/src/admin.js";
-import { accessTests } from "../../packages/testkit/src/access.js";
-import { authTests } from "../../packages/testkit/src/auth.js";
-import { bodyLimitTests, bodyTests } from "../../packages/testkit/src/body.js";
-import { checkOrderTests } from "../../packages/testkit/src/check-order.js";
-import { conversationTests } from "../../packages/testkit/src/conversations.js";
-import { corsTests } from "../../packages/testkit/src/cors.js";
-import { executeJsonTests } from "../../packages/testkit/src/execute-json.js";
-import { flowTests } from "../../packages/testkit/src/flows.js";
-import { Harness } from "../../packages/testkit/src/harness.js";
-import { historyTests } from "../../packages/testkit/src/history.js";
-import { openApiTests } from "../../packages/testkit/src/openapi.js";
-import { rateLimitTests, serviceRateLimitTests } from "../../packages/testkit/src/ratelimit.js";
-import { signatureTests } from "../../packages/testkit/src/signature.js";
-import { streamTests } from "../../packages/testkit/src/stream.js";
-import { webhookTests } from "../../packages/testkit/src/webhook.js";
-import { widgetTests } from "../../packages/testkit/src/widget.js";
+import { type ContractSuiteOptions, defineContractSuite } from "../../packages/testkit/src/index.js";
 import { build } from "esbuild";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { ROOT } from "./binaries.js";
@@ -32,13 +15,14 @@ import { remoteTarget } from "./remote.js";
  * The suite's groups as defineContractSuite declares them, less those a Worker cannot pass,
  * printed with the reason (docs/runtimes.md has the details):
  */
-const NOT_ON_WORKERS: Record<string, string> = {
-  "client disconnect, runs and conversations (turns)":
+const NOT_ON_WORKERS = {
+  "client disconnect":
     "workerd ends a request's work when its client disconnects: the run is not stored (it stays running until the conversation's next run takes its lapsed turn over)",
+  turns: "its cases cancel a run by disconnecting its client, which a Worker does not store (above)",
   "resumable streams": "a run cannot outlive its request, and a reader's request cannot read what another request's run writes in memory",
   "idempotent requests": "two of its cases need a run whose client left to be stored or to go on",
   "live chat": "the subscription and the inbox feed are pushed from another request's work, which a Worker forbids (I/O of another request)",
-};
+} satisfies ContractSuiteOptions["omit"];
 
 /** The Worker as one ES module, as wrangler would bundle it. */
 async function bundleWorker(): Promise<string> {
@@ -80,37 +64,4 @@ const target = remoteTarget({
   },
 });
 
-for (const [groups, reason] of Object.entries(NOT_ON_WORKERS)) console.warn(`${target.name}: not run: ${groups}: ${reason}`);
-
-describe(`channelkit contract: ${target.name}`, () => {
-  const h = new Harness(target);
-  authTests(h);
-  accessTests(h);
-  bodyTests(h);
-  signatureTests(h);
-  checkOrderTests(h);
-  executeJsonTests(h);
-  streamTests(h);
-  historyTests(h);
-  conversationTests(h);
-  flowTests(h);
-  corsTests(h);
-  adminTests(h);
-  webhookTests(h);
-  widgetTests(h);
-  openApiTests(h);
-  rateLimitTests(h);
-
-  describe("with small service rate limits, behind a trusted proxy", () => {
-    const tight = new Harness(target, {
-      rateLimits: { failedAuth: { requests: 5, windowSeconds: 60 }, admin: { requests: 5, windowSeconds: 60 } },
-      trustProxy: 1,
-    });
-    serviceRateLimitTests(tight, 5);
-  });
-
-  describe("with a small body limit", () => {
-    const small = new Harness(target, { maxBodyBytes: 2048 });
-    bodyLimitTests(small, 2048);
-  });
-});
+defineContractSuite(target, { omit: NOT_ON_WORKERS });
