@@ -13,6 +13,9 @@
  *                           from the rounds NAME.json holds, without measuring again
  *   --floor                 what the Node adapter costs alone: a trivial JSON echo on plain
  *                           node:http, as a Web handler behind toNodeHandler, and as a Reply
+ *   --runtimes              execute JSON on Node, Bun and Deno, each runtime's own server on the
+ *                           same SQLite file (bench/src/runtimes.ts), as ratios to Node; written to
+ *                           bench/results/runtimes.md (--name). Not part of --quick, which says so
  *   --stream-cost           what recording costs per write: server CPU per stream of the `slow`
  *                           flow (50 deltas, 100 ms apart, so 50 writes) on a resumable channel
  *                           against a plain one, --streams N (100) at once, --rounds (5)
@@ -32,6 +35,7 @@ import {
   type Machine,
   type MemoryResult,
   type MemoryRound,
+  machineLine,
   memoryPerStream,
   type Results,
   ratioOf,
@@ -40,6 +44,7 @@ import {
   summarize,
   toMarkdown,
 } from "./report.js";
+import { runtimesMarkdown, runtimesMode } from "./runtimes.js";
 import { type Scenario, SCENARIOS, slowStream } from "./scenarios.js";
 import { type Seed, seed } from "./seed.js";
 import { ServerProcess } from "./servers.js";
@@ -62,6 +67,7 @@ const { values: args } = parseArgs({
     name: { type: "string" },
     profile: { type: "string" },
     floor: { type: "boolean", default: false },
+    runtimes: { type: "boolean", default: false },
     "stream-cost": { type: "boolean", default: false },
     streams: { type: "string" },
     rerender: { type: "string" },
@@ -480,11 +486,31 @@ async function main(): Promise<void> {
   if (args.profile) return profileMode(args.profile);
   if (args.floor) return floorMode();
   if (args["stream-cost"]) return streamCostMode();
+  if (args.runtimes) {
+    log(`channelkit bench --runtimes: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`);
+    const info = machine();
+    const measured = { ...(await runtimesMode(buildDir, settings, log)), machine: "" };
+    measured.machine = `Machine: ${machineLine({ ...info, loadAverageEnd: loadavg() })}`;
+    const name = args.name ?? "runtimes";
+    const dir = join(benchDir, "results");
+    mkdirSync(dir, { recursive: true });
+    const markdown = runtimesMarkdown(measured);
+    writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(measured, null, 2)}\n`);
+    writeFileSync(join(dir, `${name}.md`), markdown);
+    log(`\n${markdown}`);
+    log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+    return;
+  }
   const info = machine();
   log(
     `channelkit bench${settings.quick ? " --quick" : ""}: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`,
   );
   const skipped: string[] = [];
+  if (settings.quick) {
+    const reason = "Bun and Deno against Node not measured by --quick (they start two more runtimes): npm run bench -- --runtimes";
+    log(reason);
+    skipped.push(reason);
+  }
   const stores: StoreKind[] = args.store ? [args.store as StoreKind] : ["sqlite", "postgres"];
   const results: Omit<Results, "targets"> = { date: new Date().toISOString(), machine: info, settings, skipped, scenarios: [], memory: [], plans: {} };
 
