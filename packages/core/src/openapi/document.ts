@@ -252,8 +252,9 @@ function successResponse(success: SuccessSpec, counted: boolean): Record<string,
   const headers: Record<string, unknown> = { ...corsHeaders(counted) };
   for (const name of success.headers ?? []) headers[headerName(name)] = header(name, true);
   for (const name of success.optionalHeaders ?? []) headers[headerName(name)] = header(name);
-  for (const [name, value] of Object.entries(success.values ?? {}) as [HeaderName, string][]) {
-    headers[headerName(name)] = { description: HEADERS[name]?.description, required: true, schema: { type: "string", const: value } };
+  for (const [name, value] of Object.entries(success.values ?? {}) as [HeaderName, string | string[]][]) {
+    const schema = Array.isArray(value) ? { type: "string", enum: value } : { type: "string", const: value };
+    headers[headerName(name)] = { description: HEADERS[name]?.description, required: true, schema };
   }
   const content: Record<string, unknown> = {};
   if (success.json) content["application/json"] = { schema: ref(success.json) };

@@ -35,8 +35,8 @@ export interface SuccessSpec {
   headers?: HeaderName[];
   /** Headers it carries in some cases only (e.g. a stream's, on a route that may answer JSON). */
   optionalHeaders?: HeaderName[];
-  /** Headers it always carries with exactly this value. */
-  values?: Partial<Record<HeaderName, string>>;
+  /** Headers it always carries with exactly this value (or one of these). */
+  values?: Partial<Record<HeaderName, string | string[]>>;
 }
 
 /** The response headers the document describes, by component name. */
@@ -171,7 +171,7 @@ const ALLOWED_HEADERS: Record<Tag, string> = {
 };
 
 /** The CORS preflight of a path: no authentication, no body. */
-function preflight(path: string, tag: Tag, operationId: string, plugin?: string, allowHeaders = ALLOWED_HEADERS[tag]): OperationSpec {
+function preflight(path: string, tag: Tag, operationId: string, plugin?: string, allowHeaders: string | string[] = ALLOWED_HEADERS[tag]): OperationSpec {
   return {
     method: "options",
     path,
@@ -232,7 +232,8 @@ const RESUME_RESPONSES: Record<number, SuccessSpec> = {
 
 /** Every route of the service and of channelkit's plugins. */
 export const OPERATIONS: readonly OperationSpec[] = [
-  preflight(EXECUTE, "api", "execute", undefined, `${ALLOWED_HEADERS.api}, Idempotency-Key`),
+  // Idempotency-Key only when the preflight asks for it: the contract's answer otherwise.
+  preflight(EXECUTE, "api", "execute", undefined, [ALLOWED_HEADERS.api, `${ALLOWED_HEADERS.api}, Idempotency-Key`]),
   {
     method: "post",
     path: EXECUTE,

@@ -1,6 +1,7 @@
 import type { ServiceContext } from "../../context.js";
 import type { Route } from "../../http/router.js";
 import { preflight } from "../../http/cors.js";
+import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { execute } from "./execute.js";
 import { history } from "./history.js";
 import { cancelLiveChat } from "../../livechat/cancel.js";
@@ -24,8 +25,7 @@ export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } 
   return {
     name: "api-channel",
     routes: [
-      // A browser's execute may carry an Idempotency-Key (@channelkit/client sends one).
-      { method: "OPTIONS", path: EXECUTE_PATH, handle: () => preflight("POST, OPTIONS", "Authorization, Content-Type, Idempotency-Key") },
+      { method: "OPTIONS", path: EXECUTE_PATH, handle: (request) => executePreflight(request) },
       { method: "POST", path: EXECUTE_PATH, handle: (request, _params, ctx) => execute(request, ctx) },
       // Browsers reading history with a publishable key send a preflight too.
       { method: "OPTIONS", path: HISTORY_PATH, handle: () => preflight("GET, OPTIONS") },
@@ -42,4 +42,17 @@ export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } 
       { method: "POST", path: RUN_CANCEL_PATH, handle: (request, params, ctx) => cancelConversationRun(request, params.session_id as string, ctx) },
     ],
   };
+}
+
+/**
+ * The execute preflight: the contract's `Authorization, Content-Type`, and `Idempotency-Key`
+ * beside them only when the browser asks to send one (@channelkit/client does; our
+ * extension, docs/api.md), so that the contract's answer stays exactly what it says.
+ */
+function executePreflight(request: IncomingRequest): Reply {
+  const asked = request.headers.get("access-control-request-headers") ?? "";
+  const keyed = asked.split(",").some((name) => name.trim().toLowerCase() === "idempotency-key");
+  const reply = preflight("POST, OPTIONS", keyed ? "Authorization, Content-Type, Idempotency-Key" : "Authorization, Content-Type");
+  reply.headers.vary = "Access-Control-Request-Headers";
+  return reply;
 }
