@@ -266,10 +266,6 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     }
     throw error;
   }
-  if (values.demo) demoWidget = await provisionDemo(service, server.url, host.db as string, io);
-  if (host.config) io.out(`${host.config.shown}: flows ${host.flows.join(", ")}`);
-  io.out(`listening on ${server.url}`);
-  if (host.basePath) io.out(`  (the routes are under ${server.url}${host.basePath})`);
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -310,6 +306,13 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
         (error: unknown) => process.exit(reportError(io.err, error)),
       );
   };
+  // Before "listening on": a signal the kernel delivers before a handler exists kills the
+  // process outright, and whoever read that line may signal at once.
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+
+  if (values.demo) demoWidget = await provisionDemo(service, server.url, host.db as string, io);
+  if (host.config) io.out(`${host.config.shown}: flows ${host.flows.join(", ")}`);
+  io.out(`listening on ${server.url}`);
+  if (host.basePath) io.out(`  (the routes are under ${server.url}${host.basePath})`);
 }
