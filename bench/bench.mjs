@@ -13,7 +13,7 @@ process.on("exit", () => rmSync(outdir, { recursive: true, force: true }));
 const pkg = (name, entry = "index") => `${root}packages/${name}/src/${entry}.ts`;
 
 await build({
-  entryPoints: ["run", "channelkit-server", "baseline-server", "floor-server"].map((name) => `${root}bench/src/${name}.ts`),
+  entryPoints: ["run", "channelkit-server", "baseline-server", "lean-server", "floor-server"].map((name) => `${root}bench/src/${name}.ts`),
   outdir,
   outExtension: { ".js": ".mjs" },
   bundle: true,
