@@ -34,6 +34,14 @@ export interface LoadOptions {
   connections: number;
   durationS: number;
   expectStatus: number;
+  /** Other statuses counted as expected (e.g. 429 once a rate limit is reached). */
+  alsoAccept?: number[];
+  /**
+   * Deal the requests in turn across all connections (one shared counter), rather than each
+   * connection cycling through them from the first: concurrent requests then go to different
+   * conversations when each request names its own.
+   */
+  spread?: boolean;
 }
 
 export function percentile(sorted: number[], p: number): number {
@@ -49,22 +57,34 @@ export function median(values: number[]): number {
   return finite.length % 2 === 1 ? (finite[mid] as number) : ((finite[mid - 1] as number) + (finite[mid] as number)) / 2;
 }
 
-/** Request/response load with autocannon, cycling through `requests` on every connection. */
+const toAutocannon = (spec: RequestSpec) => ({
+  method: spec.method,
+  path: spec.path,
+  headers: spec.headers,
+  ...(spec.body === undefined ? {} : { body: spec.body }),
+});
+
+/** Request/response load with autocannon, cycling through `requests` on every connection (or dealing them, `spread`). */
 export async function requestLoad(options: LoadOptions, requests: RequestSpec[]): Promise<Measurement> {
+  let dealt = 0;
   const result = await autocannon({
     url: options.baseUrl,
     connections: options.connections,
     duration: options.durationS,
-    requests: requests.map((spec) => ({
-      method: spec.method,
-      path: spec.path,
-      headers: spec.headers,
-      ...(spec.body === undefined ? {} : { body: spec.body }),
-    })),
+    requests:
+      options.spread && requests.length > 1
+        ? [
+            {
+              ...toAutocannon(requests[0] as RequestSpec),
+              setupRequest: (request) => ({ ...request, ...toAutocannon(requests[dealt++ % requests.length] as RequestSpec) }),
+            },
+          ]
+        : requests.map(toAutocannon),
   });
   const statusCounts = (result as unknown as { statusCodeStats?: Record<string, { count: number }> }).statusCodeStats ?? {};
   let expected = 0;
-  for (const [status, { count }] of Object.entries(statusCounts)) if (Number(status) === options.expectStatus) expected += count;
+  for (const [status, { count }] of Object.entries(statusCounts))
+    if (Number(status) === options.expectStatus || options.alsoAccept?.includes(Number(status))) expected += count;
   const total = result.requests.total;
   return {
     rps: total / result.duration,
@@ -79,10 +99,10 @@ export async function requestLoad(options: LoadOptions, requests: RequestSpec[])
  * Closed-loop SSE load: `connections` clients each post a streamed execute, read it to its
  * end, and start the next, for `durationS`. Records the time to the first `data:` frame
  * (autocannon cannot) and to the end of the stream; a stream counts as expected only when it
- * ended with the `finish` event.
+ * ended with the `finish` event. Several specs are dealt in turn across the clients.
  */
-export async function streamLoad(options: LoadOptions, spec: RequestSpec): Promise<Measurement> {
-  const url = new URL(spec.path, options.baseUrl);
+export async function streamLoad(options: LoadOptions, specs: RequestSpec[]): Promise<Measurement> {
+  let dealt = 0;
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections });
   const ttfe: number[] = [];
   const ends: number[] = [];
@@ -92,6 +112,8 @@ export async function streamLoad(options: LoadOptions, spec: RequestSpec): Promi
 
   const one = () =>
     new Promise<void>((resolve) => {
+      const spec = specs[dealt++ % specs.length] as RequestSpec;
+      const url = new URL(spec.path, options.baseUrl);
       const t0 = performance.now();
       let first = -1;
       let tail = "";

@@ -1,7 +1,13 @@
 /** The results as JSON and as markdown tables. */
 import type { QueryPlan } from "./explain.js";
 import { type Measurement, median } from "./load.js";
-import type { MemorySample, ServerKind, StoreKind } from "./shared.js";
+import { COMPARISONS, type Comparison, type ForkedKind, type MemorySample, SERVER_KINDS, type Side, type StoreKind } from "./shared.js";
+
+/**
+ * The shape of results files: 2 since the servers became several per scenario (rounds by
+ * side, `ratios` by comparison); files of format 1 (no `format`) cannot be rerendered.
+ */
+export const RESULTS_FORMAT = 2;
 
 export interface Machine {
   cpus: number;
@@ -31,14 +37,16 @@ export interface ScenarioResult {
   connections: number;
   /**
    * Set when channelkit was measured against itself (the scenario's reference, e.g. the same
-   * stream on a plain channel): `baseline` then holds the reference's rounds, not the
-   * baseline server's.
+   * stream on a plain channel): the `reference` side holds the reference's rounds.
    */
   reference?: string;
-  rounds: Record<ServerKind, Measurement[]>;
-  median: Record<ServerKind, Summary>;
-  /** channelkit ÷ baseline (or ÷ the reference), per metric. */
-  ratio: Summary;
+  /** The sides it was measured on. */
+  sides: Side[];
+  /** Per side, one measurement per round. */
+  rounds: Partial<Record<Side, Measurement[]>>;
+  median: Partial<Record<Side, Summary>>;
+  /** `a/b`: a ÷ b per metric, the median of the per-round ratios; only for pairs both measured. */
+  ratios: Partial<Record<Comparison, Summary>>;
 }
 
 export interface Summary {
@@ -61,9 +69,15 @@ export interface MemoryRound {
 export interface MemoryResult {
   store: StoreKind;
   streams: number;
-  rounds: Record<ServerKind, MemoryRound[]>;
+  rounds: Partial<Record<ForkedKind, MemoryRound[]>>;
   /** Medians over rounds of (during − before) ÷ streams opened, in bytes. */
-  perStream: Record<ServerKind, { heapUsed: number; rss: number; external: number }>;
+  perStream: Partial<Record<ForkedKind, PerStream>>;
+}
+
+export interface PerStream {
+  heapUsed: number;
+  rss: number;
+  external: number;
 }
 
 export interface Target {
@@ -73,6 +87,8 @@ export interface Target {
 }
 
 export interface Results {
+  /** {@link RESULTS_FORMAT}; absent in files of the first format. */
+  format?: number;
   date: string;
   machine: Machine;
   settings: Settings;
@@ -93,31 +109,45 @@ export function summarize(runs: Measurement[]): Summary {
   return summary;
 }
 
-/**
- * channelkit ÷ baseline per metric: the median of the per-round ratios. Each round measures
- * both servers back to back, so a round's ratio is taken under that round's noise; the ratio
- * of two medians could pair a quiet round of one with a busy round of the other.
- */
-export function ratioOf(rounds: Record<ServerKind, Measurement[]>): Summary {
-  const paired = (pick: (m: Measurement) => number | undefined) =>
-    median(
-      rounds.channelkit.map((c, i) => {
-        const b = rounds.baseline[i];
-        const cv = pick(c);
-        const bv = b === undefined ? undefined : pick(b);
-        return cv === undefined || bv === undefined ? Number.NaN : cv / bv;
-      }),
-    );
-  const ratio: Summary = { rps: paired((m) => m.rps), p50: paired((m) => m.p50), p99: paired((m) => m.p99) };
-  if (rounds.channelkit.some((m) => m.ttfeP50 !== undefined)) {
-    ratio.ttfeP50 = paired((m) => m.ttfeP50);
-    ratio.ttfeP99 = paired((m) => m.ttfeP99);
-  }
-  if (rounds.channelkit.some((m) => m.cpuUs !== undefined)) ratio.cpuUs = paired((m) => m.cpuUs);
-  return ratio;
+/** The medians of each side's rounds. */
+export function mediansOf(rounds: Partial<Record<Side, Measurement[]>>): Partial<Record<Side, Summary>> {
+  return Object.fromEntries(Object.entries(rounds).map(([side, runs]) => [side, summarize(runs)]));
 }
 
-export function memoryPerStream(rounds: MemoryRound[]) {
+/**
+ * a ÷ b per metric for each comparison whose two sides were measured: the median of the
+ * per-round ratios. Each round measures every side back to back, so a round's ratio is taken
+ * under that round's noise; the ratio of two medians could pair a quiet round of one with a
+ * busy round of the other.
+ */
+export function ratiosOf(rounds: Partial<Record<Side, Measurement[]>>): Partial<Record<Comparison, Summary>> {
+  const ratios: Partial<Record<Comparison, Summary>> = {};
+  for (const comparison of COMPARISONS) {
+    const [a, b] = comparison.split("/") as [Side, Side];
+    const over = rounds[a];
+    const under = rounds[b];
+    if (!over || !under) continue;
+    const paired = (pick: (m: Measurement) => number | undefined) =>
+      median(
+        over.map((m, i) => {
+          const u = under[i];
+          const mv = pick(m);
+          const uv = u === undefined ? undefined : pick(u);
+          return mv === undefined || uv === undefined ? Number.NaN : mv / uv;
+        }),
+      );
+    const ratio: Summary = { rps: paired((m) => m.rps), p50: paired((m) => m.p50), p99: paired((m) => m.p99) };
+    if (over.some((m) => m.ttfeP50 !== undefined)) {
+      ratio.ttfeP50 = paired((m) => m.ttfeP50);
+      ratio.ttfeP99 = paired((m) => m.ttfeP99);
+    }
+    if (over.some((m) => m.cpuUs !== undefined)) ratio.cpuUs = paired((m) => m.cpuUs);
+    ratios[comparison] = ratio;
+  }
+  return ratios;
+}
+
+export function memoryPerStream(rounds: MemoryRound[]): PerStream {
   const per = (pick: (s: MemorySample) => number) => median(rounds.map((r) => (pick(r.during) - pick(r.before)) / Math.max(1, r.opened)));
   return { heapUsed: per((s) => s.heapUsed), rss: per((s) => s.rss), external: per((s) => s.external + s.arrayBuffers) };
 }
@@ -132,6 +162,24 @@ export function machineLine(machine: Machine): string {
   return `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB.toFixed(1)} GiB RAM, Node ${machine.node}, ${machine.platform} ${machine.release}; load average at start ${machine.loadAverageStart.map((l) => l.toFixed(2)).join(" / ")}${machine.loadAverageEnd ? `, at end ${machine.loadAverageEnd.map((l) => l.toFixed(2)).join(" / ")}` : ""}`;
 }
 
+/** How each server is named in the tables. */
+const SERVER_LABEL: Record<Side, string> = {
+  baseline: "baseline",
+  lean: "lean baseline",
+  channelkit: "channelkit (bench embedding)",
+  serve: "channelkit serve (CLI)",
+  reference: "reference",
+};
+
+/** The sides of a scenario in table order. */
+const sidesIn = (s: ScenarioResult) => SERVER_KINDS.filter((kind) => s.median[kind] !== undefined);
+
+/** `req/s ratio (CPU ratio)` of one comparison, or – when it was not measured. */
+function pair(ratio: Summary | undefined, metric: "rps" | "ttfeP50" = "rps"): string {
+  if (!ratio) return "–";
+  return `${x(ratio[metric])} (CPU ${x(ratio.cpuUs)})`;
+}
+
 /** The markdown report. */
 export function toMarkdown(results: Results): string {
   const { settings } = results;
@@ -139,39 +187,71 @@ export function toMarkdown(results: Results): string {
   lines.push(`# channelkit benchmark results${settings.quick ? " (quick run: indicative only)" : ""}`, "");
   lines.push(`${results.date}. Machine: ${machineLine(results.machine)}.`, "");
   lines.push(
-    `Medians of ${settings.rounds} round${settings.rounds === 1 ? "" : "s"}; in each round the baseline and channelkit are measured one after the other (the order alternates), ${settings.durationS} s each after a ${settings.warmupS} s warm-up, ${settings.connections} connections unless stated. Ratios are channelkit ÷ baseline, the median of the per-round ratios (each taken under that round's noise): above 1 is better for req/s, below 1 is better for latencies. Latencies in ms.`,
+    `Medians of ${settings.rounds} round${settings.rounds === 1 ? "" : "s"}; in each round each scenario is measured on each server that answers it, one after the other in an order that rotates each round, ${settings.durationS} s each after a ${settings.warmupS} s warm-up, ${settings.connections} connections unless stated. The servers: the **baseline** (bench/src/baseline-server.ts, every check of the contract, by hand on node:http and the driver), the **lean** baseline (bench/src/lean-server.ts, the afternoon handler: execute only), **channelkit** as the bench embeds it (bench/src/channelkit-server.ts, the sources) and **channelkit serve**, the built CLI as users run it (every plugin it mounts, default rate limits and drain). Ratios are a ÷ b, the median of the per-round ratios (each taken under that round's noise): above 1 is better for req/s, below 1 is better for latencies and CPU. Server CPU is per request (user + system µs of the server process: process.cpuUsage() over IPC, /proc/<pid>/stat for serve). Latencies in ms.`,
     "",
   );
   for (const reason of results.skipped) lines.push(`> ${reason}`, "");
 
   const requests = results.scenarios.filter((s) => s.mode === "request" && s.reference === undefined);
-  if (requests.length > 0) {
-    lines.push("## Request/response", "");
+  const streams = results.scenarios.filter((s) => s.mode === "stream" && s.reference === undefined);
+  const measured = [...requests, ...streams];
+  if (measured.length > 0) {
+    lines.push("## Ratios", "");
     lines.push(
-      "| store | scenario | baseline req/s | channelkit req/s | ratio | baseline p50 / p99 | channelkit p50 / p99 | p50 ratio | server CPU µs/req, baseline / channelkit | CPU ratio |",
+      "Throughput ratio (server CPU per request ratio in parentheses); for streams, the time to the first event ratio is in the streaming table. Webhook and widget scenarios are against the baseline's own routes for them.",
+      "",
     );
-    lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for (const s of requests) {
-      const { baseline: b, channelkit: c } = s.median;
+    lines.push(
+      "| store | scenario | channelkit ÷ baseline | channelkit ÷ lean | serve ÷ baseline | serve ÷ lean |",
+      "| --- | --- | ---: | ---: | ---: | ---: |",
+    );
+    for (const s of measured) {
+      const r = s.ratios;
       lines.push(
-        `| ${s.store} | ${s.title} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${x(s.ratio.p50)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
+        `| ${s.store} | ${s.title} | ${pair(r["channelkit/baseline"])} | ${pair(r["channelkit/lean"])} | ${pair(r["serve/baseline"])} | ${pair(r["serve/lean"])} |`,
       );
     }
     lines.push("");
   }
 
-  const streams = results.scenarios.filter((s) => s.mode === "stream" && s.reference === undefined);
+  if (requests.length > 0) {
+    lines.push("## Request/response", "");
+    lines.push(
+      "| store | scenario | server | req/s | p50 / p99 | server CPU µs/req | ÷ baseline: req/s, CPU | ÷ lean: req/s, CPU |",
+      "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    );
+    for (const s of requests) {
+      for (const side of sidesIn(s)) {
+        const m = s.median[side] as Summary;
+        const over = (b: "baseline" | "lean") => {
+          const r = s.ratios[`${side}/${b}` as Comparison];
+          return r ? `${x(r.rps)}, ${x(r.cpuUs)}` : "–";
+        };
+        lines.push(
+          `| ${s.store} | ${s.title} | ${SERVER_LABEL[side]} | ${rate(m.rps)} | ${ms(m.p50)} / ${ms(m.p99)} | ${us(m.cpuUs)} | ${over("baseline")} | ${over("lean")} |`,
+        );
+      }
+    }
+    lines.push("");
+  }
+
   if (streams.length > 0) {
     lines.push("## Streaming (time to the first `data:` frame and to the end of the stream)", "");
     lines.push(
-      "| store | connections | baseline streams/s | channelkit streams/s | ratio | first event p50 / p99, baseline | first event p50 / p99, channelkit | first event p50 ratio | end p50 / p99, baseline | end p50 / p99, channelkit | server CPU µs/stream, baseline / channelkit | CPU ratio |",
+      "| store | scenario | connections | server | streams/s | first event p50 / p99 | end p50 / p99 | server CPU µs/stream | ÷ baseline: streams/s, first event p50, CPU | ÷ lean: streams/s, first event p50, CPU |",
+      "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     );
-    lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const s of streams) {
-      const { baseline: b, channelkit: c } = s.median;
-      lines.push(
-        `| ${s.store} | ${s.connections} | ${rate(b.rps)} | ${rate(c.rps)} | ${x(s.ratio.rps)} | ${ms(b.ttfeP50)} / ${ms(b.ttfeP99)} | ${ms(c.ttfeP50)} / ${ms(c.ttfeP99)} | ${x(s.ratio.ttfeP50)} | ${ms(b.p50)} / ${ms(b.p99)} | ${ms(c.p50)} / ${ms(c.p99)} | ${us(b.cpuUs)} / ${us(c.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
-      );
+      for (const side of sidesIn(s)) {
+        const m = s.median[side] as Summary;
+        const over = (b: "baseline" | "lean") => {
+          const r = s.ratios[`${side}/${b}` as Comparison];
+          return r ? `${x(r.rps)}, ${x(r.ttfeP50)}, ${x(r.cpuUs)}` : "–";
+        };
+        lines.push(
+          `| ${s.store} | ${s.title} | ${s.connections} | ${SERVER_LABEL[side]} | ${rate(m.rps)} | ${ms(m.ttfeP50)} / ${ms(m.ttfeP99)} | ${ms(m.p50)} / ${ms(m.p99)} | ${us(m.cpuUs)} | ${over("baseline")} | ${over("lean")} |`,
+        );
+      }
     }
     lines.push("");
   }
@@ -188,9 +268,12 @@ export function toMarkdown(results: Results): string {
     );
     lines.push("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (const s of resumable) {
-      const { baseline: p, channelkit: r } = s.median;
+      const p = s.median.reference;
+      const r = s.median.channelkit;
+      const ratio = s.ratios["channelkit/reference"];
+      if (!p || !r || !ratio) continue;
       lines.push(
-        `| ${s.store} | ${s.connections} | ${rate(p.rps)} | ${rate(r.rps)} | ${x(s.ratio.rps)} | ${ms(p.ttfeP50)} / ${ms(p.ttfeP99)} | ${ms(r.ttfeP50)} / ${ms(r.ttfeP99)} | ${x(s.ratio.ttfeP50)} | ${ms(p.p50)} / ${ms(r.p50)} | ${us(p.cpuUs)} / ${us(r.cpuUs)} | ${x(s.ratio.cpuUs)} |`,
+        `| ${s.store} | ${s.connections} | ${rate(p.rps)} | ${rate(r.rps)} | ${x(ratio.rps)} | ${ms(p.ttfeP50)} / ${ms(p.ttfeP99)} | ${ms(r.ttfeP50)} / ${ms(r.ttfeP99)} | ${x(ratio.ttfeP50)} | ${ms(p.p50)} / ${ms(r.p50)} | ${us(p.cpuUs)} / ${us(r.cpuUs)} | ${x(ratio.cpuUs)} |`,
       );
     }
     lines.push("");
@@ -198,12 +281,14 @@ export function toMarkdown(results: Results): string {
 
   const history = historyCosts(results);
   if (history.length > 0) {
-    lines.push("## History: 10,000 messages against 100 (channelkit)", "");
-    lines.push("| store | query | p50, 100 messages | p50, 10,000 messages | p50 ratio | req/s, 100 | req/s, 10,000 | cost ratio (req/s 100 ÷ 10,000) |");
-    lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    lines.push("## History: 10,000 messages against 100", "");
+    lines.push(
+      "| store | server | query | p50, 100 messages | p50, 10,000 messages | p50 ratio | req/s, 100 | req/s, 10,000 | cost ratio (req/s 100 ÷ 10,000) |",
+      "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    );
     for (const h of history) {
       lines.push(
-        `| ${h.store} | ${h.query} | ${ms(h.small.p50)} | ${ms(h.large.p50)} | ${x(h.large.p50 / h.small.p50)} | ${rate(h.small.rps)} | ${rate(h.large.rps)} | ${x(h.small.rps / h.large.rps)} |`,
+        `| ${h.store} | ${SERVER_LABEL[h.side]} | ${h.query} | ${ms(h.small.p50)} | ${ms(h.large.p50)} | ${x(h.large.p50 / h.small.p50)} | ${rate(h.small.rps)} | ${rate(h.large.rps)} | ${x(h.small.rps / h.large.rps)} |`,
       );
     }
     lines.push("");
@@ -212,15 +297,14 @@ export function toMarkdown(results: Results): string {
   if (results.memory.length > 0) {
     lines.push("## Memory per open stream", "");
     lines.push(
-      "Open streams of the `slow` flow (50 words, 100 ms apart) held by the client; the server's memory after a full GC, before and while they are open, divided by the number of streams.",
+      "Open streams of the `slow` flow (50 words, 100 ms apart) held by the client; the server's memory after a full GC, before and while they are open, divided by the number of streams. Measured on the forked servers (the baseline and channelkit's embedding), each in a process started for it.",
       "",
     );
-    lines.push("| store | streams | baseline heap / stream | channelkit heap / stream | baseline RSS / stream | channelkit RSS / stream |");
-    lines.push("| --- | ---: | ---: | ---: | ---: | ---: |");
+    lines.push("| store | streams | server | heap / stream | RSS / stream |", "| --- | ---: | --- | ---: | ---: |");
     for (const m of results.memory) {
-      const b = m.perStream.baseline;
-      const c = m.perStream.channelkit;
-      lines.push(`| ${m.store} | ${m.streams} | ${kib(b.heapUsed)} KiB | ${kib(c.heapUsed)} KiB | ${kib(b.rss)} KiB | ${kib(c.rss)} KiB |`);
+      for (const [kind, per] of Object.entries(m.perStream) as [ForkedKind, PerStream][]) {
+        lines.push(`| ${m.store} | ${m.streams} | ${SERVER_LABEL[kind]} | ${kib(per.heapUsed)} KiB | ${kib(per.rss)} KiB |`);
+      }
     }
     lines.push("");
   }
@@ -248,21 +332,25 @@ export function toMarkdown(results: Results): string {
 
 export interface HistoryCost {
   store: StoreKind;
+  side: "channelkit" | "serve";
   query: string;
   small: Summary;
   large: Summary;
 }
 
+/** History on 10,000 messages against 100, for channelkit and serve, where both were measured. */
 export function historyCosts(results: Pick<Results, "scenarios">): HistoryCost[] {
   const out: HistoryCost[] = [];
   for (const store of ["sqlite", "postgres"] as const) {
-    for (const [query, small, large] of [
-      ["limit=50", "history-100", "history-10k"],
-      ["limit=50 + token_budget", "history-100-budget", "history-10k-budget"],
-    ] as const) {
-      const s = results.scenarios.find((r) => r.store === store && r.scenario === small);
-      const l = results.scenarios.find((r) => r.store === store && r.scenario === large);
-      if (s && l) out.push({ store, query, small: s.median.channelkit, large: l.median.channelkit });
+    for (const side of ["channelkit", "serve"] as const) {
+      for (const [query, small, large] of [
+        ["limit=50", "history-100", "history-10k"],
+        ["limit=50 + token_budget", "history-100-budget", "history-10k-budget"],
+      ] as const) {
+        const s = results.scenarios.find((r) => r.store === store && r.scenario === small)?.median[side];
+        const l = results.scenarios.find((r) => r.store === store && r.scenario === large)?.median[side];
+        if (s && l) out.push({ store, side, query, small: s, large: l });
+      }
     }
   }
   return out;
@@ -272,31 +360,34 @@ export function historyCosts(results: Pick<Results, "scenarios">): HistoryCost[]
 export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
   const targets: Target[] = [];
   const find = (store: StoreKind, id: string) => results.scenarios.find((s) => s.store === store && s.scenario === id);
-  const json = find("sqlite", "execute-json");
-  if (json) targets.push({ name: "execute JSON on SQLite ≥ 0.8× the baseline's throughput", measured: x(json.ratio.rps), met: json.ratio.rps >= 0.8 });
+  const json = find("sqlite", "execute-json")?.ratios["channelkit/baseline"];
+  if (json) targets.push({ name: "execute JSON on SQLite ≥ 0.8× the baseline's throughput", measured: x(json.rps), met: json.rps >= 0.8 });
   for (const store of ["sqlite", "postgres"] as const) {
     for (const id of ["execute-stream", "execute-stream-1"]) {
       const s = find(store, id);
-      if (s?.ratio.ttfeP50 !== undefined) {
+      const ratio = s?.ratios["channelkit/baseline"];
+      if (s && ratio?.ttfeP50 !== undefined) {
         targets.push({
           name: `streaming time to first event ≤ 1.2× the baseline's (${store}, ${s.connections} connection${s.connections === 1 ? "" : "s"}, p50)`,
-          measured: `${x(s.ratio.ttfeP50)} (${ms(s.median.channelkit.ttfeP50)} vs ${ms(s.median.baseline.ttfeP50)} ms)`,
-          met: s.ratio.ttfeP50 <= 1.2,
+          measured: `${x(ratio.ttfeP50)} (${ms(s.median.channelkit?.ttfeP50)} vs ${ms(s.median.baseline?.ttfeP50)} ms)`,
+          met: ratio.ttfeP50 <= 1.2,
         });
       }
     }
   }
   for (const store of ["sqlite", "postgres"] as const) {
     const s = find(store, "resumable-stream");
-    if (s) {
+    const ratio = s?.ratios["channelkit/reference"];
+    if (s && ratio) {
       targets.push({
         name: `resumable streams cost < 10% of streams/s (${store}, ${s.connections} connections: resumable ÷ plain ≥ 0.90)`,
-        measured: `${x(s.ratio.rps)} (${rate(s.median.channelkit.rps)} vs ${rate(s.median.baseline.rps)} streams/s)`,
-        met: s.ratio.rps >= 0.9,
+        measured: `${x(ratio.rps)} (${rate(s.median.channelkit?.rps ?? Number.NaN)} vs ${rate(s.median.reference?.rps ?? Number.NaN)} streams/s)`,
+        met: ratio.rps >= 0.9,
       });
     }
   }
   for (const h of historyCosts(results)) {
+    if (h.side !== "channelkit") continue;
     const latency = h.large.p50 / h.small.p50;
     const cost = h.small.rps / h.large.rps;
     targets.push({
@@ -315,10 +406,13 @@ export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
     });
   }
   for (const m of results.memory) {
+    const c = m.perStream.channelkit;
+    const b = m.perStream.baseline;
+    if (!c || !b) continue;
     targets.push({
       name: `memory per open stream measured (${m.store})`,
-      measured: `channelkit ${kib(m.perStream.channelkit.heapUsed)} KiB heap / ${kib(m.perStream.channelkit.rss)} KiB RSS, baseline ${kib(m.perStream.baseline.heapUsed)} / ${kib(m.perStream.baseline.rss)} KiB`,
-      met: Number.isFinite(m.perStream.channelkit.heapUsed),
+      measured: `channelkit ${kib(c.heapUsed)} KiB heap / ${kib(c.rss)} KiB RSS, baseline ${kib(b.heapUsed)} / ${kib(b.rss)} KiB`,
+      met: Number.isFinite(c.heapUsed),
     });
   }
   return targets;

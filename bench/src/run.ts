@@ -1,11 +1,16 @@
 /**
- * `npm run bench [-- options]`: channelkit against a hand-written baseline on node:http,
- * on SQLite and on Postgres. See docs/benchmarks.md.
+ * `npm run bench [-- options]`: channelkit against hand-written baselines on node:http, on
+ * SQLite and on Postgres. See docs/benchmarks.md. Each scenario is measured, in each round, on
+ * the servers that answer it, in an order rotating each round: `baseline` (the bench's
+ * hand-written server), `lean` (the afternoon handler, execute only), `channelkit` (the
+ * bench's embedding of the sources) and `serve` (the built `channelkit serve`).
  *
  *   --quick                 one short round (the CI smoke test; under two minutes)
  *   --rounds N --duration S --warmup S --connections N --memory-streams N
  *   --store sqlite|postgres one store only
  *   --scenarios a,b         a subset (ids in bench/src/scenarios.ts)
+ *   --servers a,b           a subset of baseline, lean, channelkit, serve (default: all; serve
+ *                           needs npm run build, and is skipped, saying why, without it)
  *   --name NAME             results file name in bench/results/ (default latest, quick or partial)
  *   --profile SCENARIO      profile the channelkit server under that load (node --cpu-prof) and
  *                           print where its time goes; --profile-baseline profiles the baseline
@@ -33,12 +38,14 @@ import { printProfile, summarizeProfile } from "./profile.js";
 import {
   evaluateTargets,
   type Machine,
+  mediansOf,
   type MemoryResult,
   type MemoryRound,
   machineLine,
   memoryPerStream,
+  RESULTS_FORMAT,
   type Results,
-  ratioOf,
+  ratiosOf,
   type ScenarioResult,
   type Settings,
   summarize,
@@ -47,12 +54,13 @@ import {
 import { runtimesMarkdown, runtimesMode } from "./runtimes.js";
 import { type Scenario, SCENARIOS, slowStream } from "./scenarios.js";
 import { type Seed, seed } from "./seed.js";
-import { ServerProcess } from "./servers.js";
-import type { FloorVariant, ServerKind, StoreKind } from "./shared.js";
+import { type BenchServer, CliServer, ServerProcess, serveUnavailable, staleBuild } from "./servers.js";
+import { type FloorVariant, type ForkedKind, SERVER_KINDS, type ServerKind, type Side, type StoreKind } from "./shared.js";
 
 const POSTGRES_ENV = "CHANNELKIT_TEST_POSTGRES_URL";
 const buildDir = dirname(fileURLToPath(import.meta.url));
 const benchDir = resolve(buildDir, "../..");
+const repoRoot = resolve(benchDir, "..");
 
 const { values: args } = parseArgs({
   options: {
@@ -64,6 +72,7 @@ const { values: args } = parseArgs({
     "memory-streams": { type: "string" },
     store: { type: "string" },
     scenarios: { type: "string" },
+    servers: { type: "string" },
     name: { type: "string" },
     profile: { type: "string" },
     floor: { type: "boolean", default: false },
@@ -151,26 +160,50 @@ async function preparePostgres(serverUrl: string): Promise<PreparedStore> {
   return tracked({ store: "postgres", location: url.toString(), dispose: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) });
 }
 
-/** The requests one side of a scenario sends: a scenario measured against itself has its reference on the baseline's side. */
-function requestsOf(scenario: Scenario, side: ServerKind, data: Seed): Promise<RequestSpec[]> {
-  return side === "baseline" && scenario.reference ? scenario.reference.requests(data) : scenario.requests(data);
+/** The requests one side of a scenario sends: the reference side of a scenario measured against itself sends the reference's. */
+function requestsOf(scenario: Scenario, side: Side, data: Seed): Promise<RequestSpec[]> {
+  return side === "reference" && scenario.reference ? scenario.reference.requests(data) : scenario.requests(data);
 }
 
-/** The server one side of a scenario runs on: channelkit on both sides when it is measured against itself. */
-function serverOf(scenario: Scenario, side: ServerKind, servers: Record<ServerKind, ServerProcess>): ServerProcess {
-  return scenario.reference ? servers.channelkit : servers[side];
+/** The server a side runs on: the reference side is the channelkit server. */
+function serverOf(side: Side, servers: Servers): BenchServer {
+  const server = servers[side === "reference" ? "channelkit" : side];
+  if (!server) throw new Error(`bench: no ${side} server`);
+  return server;
 }
 
-/** How a side is named in the log: `reference` for the baseline's side of a scenario measured against itself. */
-function sideLabel(scenario: Scenario, side: ServerKind): string {
-  return scenario.reference && side === "baseline" ? "reference" : side;
+/** Scenarios on which `--quick` measures the lean baseline and channelkit serve too (the others: the baseline and channelkit only). */
+const QUICK_EVERY_SERVER = new Set(["execute-json"]);
+
+/**
+ * The sides a scenario is measured on, in this run: the servers that answer it (its `on`,
+ * else all), less those not running; `reference` and channelkit for a scenario measured
+ * against itself.
+ */
+function sidesOf(scenario: Scenario, servers: Servers): Side[] {
+  if (scenario.reference) return ["reference", "channelkit"];
+  return kindsOf(scenario).filter((kind) => servers[kind] !== undefined);
 }
 
-async function measure(scenario: Scenario, side: ServerKind, server: ServerProcess, data: Seed, durationS: number, connections: number): Promise<Measurement> {
+/** The servers that answer a scenario in this run (--quick measures most on two). */
+function kindsOf(scenario: Scenario): readonly ServerKind[] {
+  if (scenario.reference) return ["channelkit"];
+  const kinds = scenario.on ?? SERVER_KINDS;
+  return settings.quick && !QUICK_EVERY_SERVER.has(scenario.id) ? kinds.filter((kind) => kind === "baseline" || kind === "channelkit") : kinds;
+}
+
+async function measure(scenario: Scenario, side: Side, server: BenchServer, data: Seed, durationS: number, connections: number): Promise<Measurement> {
   const specs = await requestsOf(scenario, side, data);
-  const options = { baseUrl: server.url, connections, durationS, expectStatus: scenario.expectStatus };
+  const options = {
+    baseUrl: server.url,
+    connections,
+    durationS,
+    expectStatus: scenario.expectStatus,
+    alsoAccept: scenario.alsoAccept ?? [],
+    spread: scenario.spread === true,
+  };
   const before = await server.cpu();
-  const m = await (scenario.mode === "stream" ? streamLoad(options, specs[0] as RequestSpec) : requestLoad(options, specs));
+  const m = await (scenario.mode === "stream" ? streamLoad(options, specs) : requestLoad(options, specs));
   const after = await server.cpu();
   const used = after.user - before.user + (after.system - before.system);
   return m.total > 0 ? { ...m, cpuUs: used / m.total } : m;
@@ -188,7 +221,7 @@ function shape(value: unknown): unknown {
   return value === null ? "null" : typeof value;
 }
 
-async function answer(server: ServerProcess, spec: RequestSpec): Promise<{ status: number; summary: string; body: string }> {
+async function answer(server: BenchServer, spec: RequestSpec): Promise<{ status: number; summary: string; body: string }> {
   const response = await fetch(server.url + spec.path, { method: spec.method, headers: spec.headers, ...(spec.body === undefined ? {} : { body: spec.body }) });
   const body = await response.text();
   if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
@@ -202,23 +235,31 @@ async function answer(server: ServerProcess, spec: RequestSpec): Promise<{ statu
 }
 
 /**
- * Sends each scenario's request once to both servers: same status, same shape (same body for
- * history). A scenario measured against itself sends its request and its reference's to channelkit.
+ * Sends each scenario's request once to each server it is measured on: the same status as
+ * expected, the same shape as channelkit's answer (the same body for history). A scenario
+ * measured against itself sends its request and its reference's to channelkit.
  */
-async function checkEquivalence(servers: Record<ServerKind, ServerProcess>, data: Seed): Promise<void> {
+async function checkEquivalence(servers: Servers, data: Seed): Promise<void> {
   for (const scenario of scenarios) {
-    const b = await answer(serverOf(scenario, "baseline", servers), (await requestsOf(scenario, "baseline", data))[0] as RequestSpec);
-    const c = await answer(serverOf(scenario, "channelkit", servers), (await requestsOf(scenario, "channelkit", data))[0] as RequestSpec);
-    if (b.status !== scenario.expectStatus || c.status !== scenario.expectStatus) {
+    const sides = sidesOf(scenario, servers);
+    const answers = new Map<Side, Awaited<ReturnType<typeof answer>>>();
+    for (const side of sides) answers.set(side, await answer(serverOf(side, servers), (await requestsOf(scenario, side, data))[0] as RequestSpec));
+    const wrong = [...answers].filter(([, a]) => a.status !== scenario.expectStatus);
+    if (wrong.length > 0) {
       throw new Error(
-        `bench: ${scenario.id}: expected ${scenario.expectStatus}, baseline answered ${b.status} (${b.body.slice(0, 200)}), channelkit ${c.status} (${c.body.slice(0, 200)})`,
+        `bench: ${scenario.id}: expected ${scenario.expectStatus}, ${[...answers].map(([side, a]) => `${side} answered ${a.status} (${a.body.slice(0, 200)})`).join(", ")}`,
       );
     }
-    const same = scenario.id.startsWith("history") ? b.body === c.body : b.summary === c.summary;
-    if (!same)
-      log(
-        `  warning: ${scenario.id}: the ${sideLabel(scenario, "baseline")}'s answer differs from channelkit's:\n    ${sideLabel(scenario, "baseline").padEnd(10)} ${b.summary.slice(0, 400)}\n    channelkit ${c.summary.slice(0, 400)}`,
-      );
+    const reference = answers.get("channelkit");
+    if (!reference) continue;
+    for (const [side, a] of answers) {
+      if (side === "channelkit") continue;
+      const same = scenario.id.startsWith("history") ? a.body === reference.body : a.summary === reference.summary;
+      if (!same)
+        log(
+          `  warning: ${scenario.id}: the ${side}'s answer differs from channelkit's:\n    ${side.padEnd(10)} ${a.summary.slice(0, 400)}\n    channelkit ${reference.summary.slice(0, 400)}`,
+        );
+    }
   }
 }
 
@@ -228,7 +269,7 @@ async function checkEquivalence(servers: Record<ServerKind, ServerProcess>, data
  * opened and closed first so that lazily built code and pools exist, then a sample before
  * and one while `memoryStreams` streams are open.
  */
-async function measureMemory(kind: ServerKind, store: StoreKind, location: string, data: Seed): Promise<MemoryRound> {
+async function measureMemory(kind: ForkedKind, store: StoreKind, location: string, data: Seed): Promise<MemoryRound> {
   const server = await ServerProcess.start(buildDir, { kind, store, location });
   try {
     (await openStreams(server.url, slowStream(data), 10)).close();
@@ -249,9 +290,41 @@ async function measureMemory(kind: ServerKind, store: StoreKind, location: strin
 const fmt = (m: Measurement) =>
   `${Math.round(m.rps).toString().padStart(6)} /s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms${m.cpuUs === undefined ? "" : `  cpu ${m.cpuUs.toFixed(0)} µs/req`}${m.ttfeP50 === undefined ? "" : `  first event p50 ${m.ttfeP50.toFixed(2)} ms p99 ${(m.ttfeP99 ?? 0).toFixed(2)} ms`}${m.unexpected > 0 ? `  UNEXPECTED ${m.unexpected}/${m.total}` : ""}`;
 
+type Servers = Partial<Record<ServerKind, BenchServer>>;
+
+/** The servers to measure (--servers, else all), started on the seeded store; one that cannot start is skipped, with the reason noted. */
+async function startServers(store: StoreKind, location: string, skipped: string[]): Promise<Servers> {
+  const wanted = args.servers ? (args.servers.split(",") as ServerKind[]) : SERVER_KINDS;
+  const unknown = wanted.filter((kind) => !SERVER_KINDS.includes(kind));
+  if (unknown.length > 0) throw new Error(`bench: no server ${unknown.join(", ")}; known: ${SERVER_KINDS.join(", ")}`);
+  const needed = new Set(scenarios.flatMap(kindsOf));
+  const servers: Servers = {};
+  for (const kind of wanted) {
+    if (!needed.has(kind)) continue;
+    if (kind !== "serve") {
+      servers[kind] = await ServerProcess.start(buildDir, { kind, store, location });
+      continue;
+    }
+    const unavailable = serveUnavailable(repoRoot);
+    const note = (reason: string) => {
+      log(reason);
+      if (!skipped.includes(reason)) skipped.push(reason);
+    };
+    if (unavailable) {
+      note(unavailable);
+      continue;
+    }
+    const stale = staleBuild(repoRoot);
+    if (stale) note(`warning: ${stale}`);
+    servers.serve = await CliServer.start(repoRoot, location);
+    log(`[${store}] channelkit serve: ${CliServer.commandLine(location)} (CHANNELKIT_SECRET_KEY = the bench's master key, NODE_ENV=production)`);
+  }
+  return servers;
+}
+
 async function runStore(
   prepared: PreparedStore,
-  results: { scenarios: ScenarioResult[]; memory: MemoryResult[]; plans: Partial<Record<StoreKind, QueryPlan[]>> },
+  results: { scenarios: ScenarioResult[]; memory: MemoryResult[]; plans: Partial<Record<StoreKind, QueryPlan[]>>; skipped: string[] },
 ) {
   const { store, location } = prepared;
   let t = Date.now();
@@ -263,30 +336,31 @@ async function runStore(
   for (const plan of results.plans[store] ?? []) if (plan.scans) log(`  warning: ${plan.operation} scans: ${plan.plan.join(" | ")}`);
 
   t = Date.now();
-  const servers = {
-    baseline: await ServerProcess.start(buildDir, { kind: "baseline", store, location }),
-    channelkit: await ServerProcess.start(buildDir, { kind: "channelkit", store, location }),
-  };
+  const servers = await startServers(store, location, results.skipped);
   try {
     await checkEquivalence(servers, data);
-    const runs = new Map<string, Record<ServerKind, Measurement[]>>(scenarios.map((s) => [s.id, { baseline: [], channelkit: [] }]));
-    const memory: Record<ServerKind, MemoryRound[]> = { baseline: [], channelkit: [] };
+    const runs = new Map<string, Partial<Record<Side, Measurement[]>>>(scenarios.map((s) => [s.id, {}]));
+    const memorySides = (["baseline", "channelkit"] as const).filter((kind) => servers[kind] !== undefined);
+    const memory: Partial<Record<ForkedKind, MemoryRound[]>> = {};
     for (let round = 0; round < settings.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
-        const order: ServerKind[] = (round + index) % 2 === 0 ? ["baseline", "channelkit"] : ["channelkit", "baseline"];
+        const sides = sidesOf(scenario, servers);
+        // The order rotates each round (and from one scenario to the next).
+        const order = sides.map((_, i) => sides[(i + round + index) % sides.length] as Side);
         const connections = scenario.connections ?? settings.connections;
-        for (const kind of order) {
-          const server = serverOf(scenario, kind, servers);
-          if (settings.warmupS > 0) await measure(scenario, kind, server, data, settings.warmupS, connections);
-          const m = await measure(scenario, kind, server, data, settings.durationS, connections);
-          runs.get(scenario.id)?.[kind].push(m);
-          log(`[${store} ${round + 1}/${settings.rounds}] ${scenario.id.padEnd(19)} ${sideLabel(scenario, kind).padEnd(10)} ${fmt(m)}`);
+        const measured = runs.get(scenario.id) as Partial<Record<Side, Measurement[]>>;
+        for (const side of order) {
+          const server = serverOf(side, servers);
+          if (settings.warmupS > 0) await measure(scenario, side, server, data, settings.warmupS, connections);
+          const m = await measure(scenario, side, server, data, settings.durationS, connections);
+          measured[side] = [...(measured[side] ?? []), m];
+          log(`[${store} ${round + 1}/${settings.rounds}] ${scenario.id.padEnd(19)} ${side.padEnd(10)} ${fmt(m)}`);
         }
       }
       if (settings.memoryStreams > 0) {
-        for (const kind of round % 2 === 0 ? (["baseline", "channelkit"] as const) : (["channelkit", "baseline"] as const)) {
+        for (const kind of round % 2 === 0 ? memorySides : [...memorySides].reverse()) {
           const m = await measureMemory(kind, store, location, data);
-          memory[kind].push(m);
+          memory[kind] = [...(memory[kind] ?? []), m];
           const per = (m.during.heapUsed - m.before.heapUsed) / Math.max(1, m.opened) / 1024;
           const rss = (m.during.rss - m.before.rss) / Math.max(1, m.opened) / 1024;
           log(
@@ -296,8 +370,7 @@ async function runStore(
       }
     }
     for (const scenario of scenarios) {
-      const rounds = runs.get(scenario.id) as Record<ServerKind, Measurement[]>;
-      const median = { baseline: summarize(rounds.baseline), channelkit: summarize(rounds.channelkit) };
+      const rounds = runs.get(scenario.id) as Partial<Record<Side, Measurement[]>>;
       results.scenarios.push({
         store,
         scenario: scenario.id,
@@ -305,21 +378,22 @@ async function runStore(
         mode: scenario.mode,
         connections: scenario.connections ?? settings.connections,
         ...(scenario.reference ? { reference: scenario.reference.title } : {}),
+        sides: Object.keys(rounds) as Side[],
         rounds,
-        median,
-        ratio: ratioOf(rounds),
+        median: mediansOf(rounds),
+        ratios: ratiosOf(rounds),
       });
     }
-    if (settings.memoryStreams > 0) {
+    if (settings.memoryStreams > 0 && memorySides.length > 0) {
       results.memory.push({
         store,
         streams: settings.memoryStreams,
         rounds: memory,
-        perStream: { baseline: memoryPerStream(memory.baseline), channelkit: memoryPerStream(memory.channelkit) },
+        perStream: Object.fromEntries(Object.entries(memory).map(([kind, rounds]) => [kind, memoryPerStream(rounds)])),
       });
     }
   } finally {
-    await Promise.all([servers.baseline.stop(), servers.channelkit.stop()]);
+    await Promise.all(Object.values(servers).map((server) => server.stop()));
   }
   log(`[${store}] measured in ${((Date.now() - t) / 1000).toFixed(1)} s`);
 }
@@ -332,8 +406,8 @@ async function profileMode(scenarioId: string): Promise<void> {
   if (store === "postgres" && !url) throw new Error(`bench: --store postgres needs ${POSTGRES_ENV}`);
   const prepared = store === "sqlite" ? await prepareSqlite() : await preparePostgres(url as string);
   // A scenario measured against itself runs on channelkit either way; --profile-baseline then profiles its reference.
-  const side: ServerKind = args["profile-baseline"] ? "baseline" : "channelkit";
-  const kind: ServerKind = scenario.reference ? "channelkit" : side;
+  const side: Side = args["profile-baseline"] ? (scenario.reference ? "reference" : "baseline") : "channelkit";
+  const kind: ForkedKind = scenario.reference ? "channelkit" : side === "baseline" ? "baseline" : "channelkit";
   const dir = join(benchDir, ".profiles");
   mkdirSync(dir, { recursive: true });
   const started = Date.now();
@@ -344,7 +418,7 @@ async function profileMode(scenarioId: string): Promise<void> {
     await measure(scenario, side, server, data, 1, connections);
     const durationS = Number(args.duration ?? 10);
     const m = await measure(scenario, side, server, data, durationS, connections);
-    log(`${sideLabel(scenario, side)} ${scenario.id} on ${store} under --cpu-prof: ${fmt(m)}`);
+    log(`${side} ${scenario.id} on ${store} under --cpu-prof: ${fmt(m)}`);
     await server.stop();
     const newest = readdirSync(dir)
       .filter((f) => f.endsWith(".cpuprofile"))
@@ -468,11 +542,16 @@ async function streamCostMode(): Promise<void> {
 function rerender(name: string): void {
   const dir = join(benchDir, "results");
   const stored = JSON.parse(readFileSync(join(dir, `${name}.json`), "utf8")) as Results;
-  for (const s of stored.scenarios) {
-    s.median = { baseline: summarize(s.rounds.baseline), channelkit: summarize(s.rounds.channelkit) };
-    s.ratio = ratioOf(s.rounds);
+  if (stored.format !== RESULTS_FORMAT) {
+    throw new Error(
+      `bench: bench/results/${name}.json was written by an earlier bench (results format ${stored.format ?? 1}, this one reads ${RESULTS_FORMAT}: several servers per scenario, their rounds by server): it cannot be rerendered; its .md stays as it was written`,
+    );
   }
-  for (const m of stored.memory) m.perStream = { baseline: memoryPerStream(m.rounds.baseline), channelkit: memoryPerStream(m.rounds.channelkit) };
+  for (const s of stored.scenarios) {
+    s.median = mediansOf(s.rounds);
+    s.ratios = ratiosOf(s.rounds);
+  }
+  for (const m of stored.memory) m.perStream = Object.fromEntries(Object.entries(m.rounds).map(([kind, rounds]) => [kind, memoryPerStream(rounds)]));
   const { targets: _old, ...rest } = stored;
   const final: Results = { ...rest, targets: evaluateTargets(rest) };
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(final, null, 2)}\n`);
@@ -512,7 +591,21 @@ async function main(): Promise<void> {
     skipped.push(reason);
   }
   const stores: StoreKind[] = args.store ? [args.store as StoreKind] : ["sqlite", "postgres"];
-  const results: Omit<Results, "targets"> = { date: new Date().toISOString(), machine: info, settings, skipped, scenarios: [], memory: [], plans: {} };
+  if (settings.quick) {
+    const reason = `--quick measures the lean baseline and channelkit serve on ${[...QUICK_EVERY_SERVER].join(", ")} only, the other scenarios on the baseline and channelkit`;
+    log(reason);
+    skipped.push(reason);
+  }
+  const results: Omit<Results, "targets"> = {
+    format: RESULTS_FORMAT,
+    date: new Date().toISOString(),
+    machine: info,
+    settings,
+    skipped,
+    scenarios: [],
+    memory: [],
+    plans: {},
+  };
 
   for (const store of stores) {
     let prepared: PreparedStore;

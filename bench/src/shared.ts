@@ -3,14 +3,30 @@
 /** The master key both servers use, so the baseline can open the same sealed signing secrets. */
 export const BENCH_SECRET_KEY = "be".repeat(32);
 
-/** The two kinds of server measured against each other. */
-export type ServerKind = "baseline" | "channelkit";
+/**
+ * The servers measured against each other: the bench's hand-written baseline (every check of
+ * the contract), the lean baseline (the afternoon handler, execute only), channelkit as the
+ * bench embeds it (`@channelkit/node`'s serve on the sources), and `channelkit serve`, the
+ * built CLI as users run it (every plugin it mounts, the reliability defaults on).
+ */
+export type ServerKind = "baseline" | "lean" | "channelkit" | "serve";
+export const SERVER_KINDS: readonly ServerKind[] = ["baseline", "lean", "channelkit", "serve"];
+/** The servers forked from the bench's own bundle, with an IPC channel. */
+export type ForkedKind = Exclude<ServerKind, "serve">;
+/**
+ * A side of a measurement: a server, or `reference` for a scenario channelkit is measured
+ * against itself on (the reference requests, on the channelkit server).
+ */
+export type Side = ServerKind | "reference";
+/** The ratios reported, `a/b` = a ÷ b, each the median of the per-round ratios. */
+export const COMPARISONS = ["channelkit/baseline", "channelkit/lean", "serve/baseline", "serve/lean", "channelkit/reference"] as const;
+export type Comparison = (typeof COMPARISONS)[number];
 /** The two stores. */
 export type StoreKind = "sqlite" | "postgres";
 
 /** How a server process is started: passed as JSON in `BENCH_SERVER_CONFIG`. */
 export interface ServerConfig {
-  kind: ServerKind;
+  kind: ForkedKind;
   store: StoreKind;
   /** SQLite file path or `postgres://` URL of the seeded database. */
   location: string;
