@@ -2,16 +2,18 @@
  * The baseline: the irreducible work of the same routes, written by hand on node:http and
  * the raw driver. It answers the same bytes on the paths the benchmark drives (execute of
  * the `echo` and `slow` flows on new conversations, JSON and SSE, with and without a
- * signature; history; a rejected key) and skips what the benchmark never asks for
- * (resuming, origins, the other flows). What it keeps: hash the key with SHA-256 and look
- * it up by index, check the key and the channel, read and parse the body, verify the HMAC
- * (opening the sealed secret), store the conversation, both messages and the run in one
- * transaction, write the answer.
+ * signature; history; a rejected key; the webhook's newMessage and the widget's chat on
+ * existing conversations) and skips what the benchmark never asks for (resuming execute's
+ * conversations, the other flows, webhook signatures, the AI SDK form of the widget's chat).
+ * What it keeps: hash the key with SHA-256 and look it up by index, check the key, the origin
+ * and the channel, read and parse the body, verify the HMAC (opening the sealed secret),
+ * store the conversation, both messages and the run in one transaction, write the answer.
+ * Runs of one conversation take turns (in this process: it runs as one).
  */
 import { createDecipheriv, createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type KeyRow, type MessageRow, type NewMessageRow, openBaselineStore, type StoredRun } from "./baseline-store.js";
+import { type ConversationRow, type KeyRow, type MessageRow, type NewMessageRow, openBaselineStore, type StoredRun } from "./baseline-store.js";
 import { BENCH_SECRET_KEY, listenToParent, serverConfig, toParent } from "./shared.js";
 
 const config = serverConfig();
@@ -28,6 +30,7 @@ const SSE_HEADERS = {
 };
 const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
 const HISTORY_PATH = /^\/public\/v1\/api\/conversations\/([^/]+)\/messages$/;
+const WEBHOOK_NEW_MESSAGE = /^\/channels\/webhook\/([^/]+)\/newMessage$/;
 
 class Refusal extends Error {
   constructor(
@@ -44,21 +47,68 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function authenticate(req: IncomingMessage): Promise<KeyRow> {
+async function authenticate(req: IncomingMessage, publicOnly = false): Promise<KeyRow> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer +(\S+)$/i.exec(header) : null;
   if (!match) throw new Refusal(401, "missing_api_key");
   const presented = match[1] as string;
   if (!/^(svc_live_|svc_test_|svc_pub_)[A-Za-z0-9_-]{40,256}$/.test(presented)) throw new Refusal(401, "invalid_api_key");
+  if (publicOnly && !presented.startsWith("svc_pub_")) throw new Refusal(403, "public_key_required");
   const hash = createHash("sha256").update(presented).digest("hex");
   const key = await store.findKey(hash);
   if (!key || !timingSafeEqual(Buffer.from(key.hash), Buffer.from(hash))) throw new Refusal(401, "invalid_api_key");
   if (key.revoked_at !== null || (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now())) throw new Refusal(401, "invalid_api_key");
   if ((key.prefix === "svc_pub_") !== (key.mode === "public")) throw new Refusal(401, "invalid_api_key");
+  const origin = req.headers.origin;
+  if (key.prefix === "svc_pub_" && origin !== undefined && !(JSON.parse(key.allowed_origins) as string[]).includes(origin)) {
+    throw new Refusal(403, "origin_not_allowed");
+  }
   if (key.type !== "api") throw new Refusal(403, "wrong_channel_type");
   if (key.state !== "active") throw new Refusal(key.state === "archived" ? 410 : 409, `channel_${key.state}`);
   if (key.key_environment !== key.environment) throw new Refusal(403, "environment_mismatch");
   return key;
+}
+
+/**
+ * Runs of one conversation take turns, in arrival order: each waits for the previous one's
+ * release. In this process only (the baseline runs as one); channelkit's turns hold across
+ * instances, through the database.
+ */
+const turns = new Map<string, Promise<void>>();
+async function takeTurn(conversationId: string): Promise<() => void> {
+  const previous = turns.get(conversationId);
+  let release: () => void = () => undefined;
+  const mine = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const tail = previous ? previous.then(() => mine) : mine;
+  turns.set(conversationId, tail);
+  if (previous) await previous;
+  return () => {
+    release();
+    if (turns.get(conversationId) === tail) turns.delete(conversationId);
+  };
+}
+
+const requireJson = (req: IncomingMessage) => {
+  if (req.headers["content-type"]?.split(";")[0]?.trim().toLowerCase() !== "application/json") throw new Refusal(415, "unsupported_media_type");
+};
+
+function parseBody(body: Buffer): Record<string, unknown> {
+  let input: unknown;
+  try {
+    input = JSON.parse(body.toString("utf8"));
+  } catch {
+    throw new Refusal(422, "validation_error");
+  }
+  if (typeof input !== "object" || input === null || Array.isArray(input)) throw new Refusal(422, "validation_error");
+  return input as Record<string, unknown>;
+}
+
+/** A user's text: 1 to 10,000 characters. */
+function userText(value: unknown): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > 10_000) throw new Refusal(422, "validation_error");
+  return value;
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -241,6 +291,156 @@ async function execute(req: IncomingMessage, res: ServerResponse): Promise<void>
   timer = setTimeout(next, 100);
 }
 
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] as string);
+
+/** The echo flow's turn counter, from a conversation's stored flow state. */
+const echoTurn = (conversation: ConversationRow) => ((JSON.parse(conversation.flow_state ?? "null") as { turn?: number } | null)?.turn ?? 0) + 1;
+
+/**
+ * A streamed echo run on a conversation of `channel`, the one of `existing` or a new one:
+ * the conversation (when new) and the user message stored in one transaction before
+ * `data-run` (a conversation exists from its first run's start, and the id sent resumes it at
+ * once); the events; then the reply, the flow state and the run in a second transaction
+ * before `finish`. Runs of an existing conversation take turns.
+ */
+async function streamRun(req: IncomingMessage, res: ServerResponse, channel: KeyRow, existing: string | null, payload: string): Promise<void> {
+  const release = existing === null ? null : await takeTurn(existing);
+  try {
+    const startedAt = new Date();
+    const runId = randomUUID();
+    let conversationId: string = randomUUID();
+    let turn = 1;
+    if (existing !== null) {
+      const conversation = await store.findConversation(existing);
+      if (!conversation || conversation.tenant_id !== channel.tenant_id || conversation.channel_id !== channel.id)
+        throw new Refusal(404, "conversation_not_found");
+      conversationId = conversation.id;
+      turn = echoTurn(conversation);
+    }
+    const at = startedAt.toISOString();
+    await store.openRun({
+      conversation:
+        existing === null ? { id: conversationId, tenant_id: channel.tenant_id, channel_id: channel.id, flow_state: "null", next_turn: 1, at } : null,
+      conversationId,
+      message: message(conversationId, 0, "user", payload, at, runId, null),
+    });
+    const origin = req.headers.origin;
+    res.writeHead(200, origin === undefined ? SSE_HEADERS : { ...SSE_HEADERS, "access-control-allow-origin": origin, vary: "Origin" });
+    res.write(frame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } }));
+    // The first event goes at once, not at the end of the tick (channelkit's adapter does the same).
+    if (res.socket?.writableCorked) res.socket.uncork();
+    const words = `Echo: ${payload}`.split(/(?<=\s)/);
+    const reply = words.join("");
+    const textId = randomUUID();
+    let events = frame({ type: "text-start", id: textId });
+    for (const delta of words) events += frame({ type: "text-delta", id: textId, delta });
+    res.write(events + frame({ type: "text-end", id: textId }));
+    const completedAt = new Date();
+    const done = completedAt.toISOString();
+    await store.closeRun({
+      conversationId,
+      flowState: JSON.stringify({ turn }),
+      at: done,
+      messages: [message(conversationId, 0, "assistant", reply, done, runId, { id: randomUUID(), type: channel.flow_name })],
+      run: {
+        id: runId,
+        conversation_id: conversationId,
+        channel_id: channel.id,
+        tenant_id: channel.tenant_id,
+        status: "success",
+        flow_name: channel.flow_name,
+        flow_version: "1",
+        result: JSON.stringify({ echo: payload, turn }),
+        error: null,
+        execution_order: `["${channel.flow_name}"]`,
+        started_at: at,
+        completed_at: done,
+        duration_ms: completedAt.getTime() - startedAt.getTime(),
+      },
+    });
+    res.end(frame({ type: "finish", finishReason: "stop" }));
+  } finally {
+    release?.();
+  }
+}
+
+/** `POST /public/widget/chat`, the `{ payload, conversation_id? }` form the widget sends: always streamed. */
+async function widgetChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const channel = await authenticate(req, true);
+  requireJson(req);
+  const input = parseBody(await readBody(req));
+  const payload = userText(input.payload);
+  const id = input.conversation_id;
+  if (id !== undefined && id !== null && typeof id !== "string") throw new Refusal(422, "validation_error");
+  await streamRun(req, res, channel, typeof id === "string" && id !== "" ? id.toLowerCase() : null, payload);
+}
+
+/**
+ * `POST /channels/webhook/{client_id}/newMessage`: the channel by its client id and its
+ * checks, the body, the conversation (this channel's), the echo run in its turn: both
+ * messages, the flow state and the run in one transaction; the new events out.
+ */
+async function webhookNewMessage(req: IncomingMessage, res: ServerResponse, clientId: string): Promise<void> {
+  const channel = await store.findWebhookChannel(clientId);
+  if (!channel || channel.type !== "webhook") throw new Refusal(404, "channel_not_found");
+  if (channel.state === "archived") throw new Refusal(410, "channel_archived");
+  if (channel.state === "inactive") throw new Refusal(409, "channel_inactive");
+  requireJson(req);
+  const input = parseBody(await readBody(req));
+  if (typeof input.conversationId !== "string" || input.conversationId === "") throw new Refusal(422, "validation_error");
+  const userInput = userText(input.userInput);
+  const release = await takeTurn(input.conversationId);
+  try {
+    const conversation = await store.findConversation(input.conversationId);
+    if (!conversation || conversation.channel_id !== channel.id || conversation.tenant_id !== channel.tenant_id)
+      throw new Refusal(404, "conversation_not_found");
+    const startedAt = new Date();
+    const runId = randomUUID();
+    const turn = echoTurn(conversation);
+    const reply = `Echo: ${userInput}`;
+    const completedAt = new Date();
+    const at = completedAt.toISOString();
+    await store.closeRun({
+      conversationId: conversation.id,
+      flowState: JSON.stringify({ turn }),
+      at,
+      messages: [
+        message(conversation.id, 0, "user", userInput, startedAt.toISOString(), runId, null),
+        message(conversation.id, 0, "assistant", reply, at, runId, { id: randomUUID(), type: channel.flow_name }),
+      ],
+      run: {
+        id: runId,
+        conversation_id: conversation.id,
+        channel_id: channel.id,
+        tenant_id: channel.tenant_id,
+        status: "success",
+        flow_name: channel.flow_name,
+        flow_version: "1",
+        result: JSON.stringify({ echo: userInput, turn }),
+        error: null,
+        execution_order: `["${channel.flow_name}"]`,
+        started_at: startedAt.toISOString(),
+        completed_at: at,
+        duration_ms: completedAt.getTime() - startedAt.getTime(),
+      },
+    });
+    send(res, 200, {
+      conversation: {
+        newEvents: [
+          {
+            type: "BOT_MESSAGE",
+            data: { content: escapeHtml(reply), rawContent: reply, suggestions: [], expectedResponseType: "text", sources: [] },
+            timestamp: at,
+          },
+        ],
+      },
+    });
+  } finally {
+    release();
+  }
+}
+
 function historyEntry(m: MessageRow) {
   return {
     origin: m.origin,
@@ -294,8 +494,13 @@ const server = createServer((req, res) => {
   const q = url.indexOf("?");
   const path = q < 0 ? url : url.slice(0, q);
   let work: Promise<void>;
+  const webhook = req.method === "POST" ? WEBHOOK_NEW_MESSAGE.exec(path) : null;
   if (path === "/public/v1/api/execute" && req.method === "POST") {
     work = execute(req, res);
+  } else if (path === "/public/widget/chat" && req.method === "POST") {
+    work = widgetChat(req, res);
+  } else if (webhook) {
+    work = webhookNewMessage(req, res, decodeURIComponent(webhook[1] as string));
   } else {
     const match = req.method === "GET" ? HISTORY_PATH.exec(path) : null;
     work = match

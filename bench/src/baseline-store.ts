@@ -25,6 +25,17 @@ export interface KeyRow {
   require_signature: number;
   signing_secret_encrypted: string | null;
   livechat_messages: string;
+  allowed_origins: string;
+}
+
+/** A webhook channel's columns its routes check. */
+export interface WebhookChannelRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  state: string;
+  flow_name: string;
+  environment: string;
 }
 
 export interface ConversationRow {
@@ -33,6 +44,7 @@ export interface ConversationRow {
   channel_id: string;
   mode: string;
   livechat_conversation_id: string | null;
+  flow_state: string | null;
 }
 
 export interface MessageRow {
@@ -74,21 +86,51 @@ export interface StoredRun {
   };
 }
 
+/**
+ * A run's start on a conversation that may be new: the conversation (when new) and the user
+ * message, stored before the stream's first event, so the conversation resumes at once.
+ */
+export interface OpenedRun {
+  /** Set for a new conversation (it then takes turn 0); else the conversation `conversationId` exists. */
+  conversation: StoredRun["conversation"] | null;
+  conversationId: string;
+  /** Its `turn_index` is the next of the conversation's (set here). */
+  message: NewMessageRow;
+}
+
+/** A run's end on an existing conversation: its messages at its next turns, its flow state and the run, in one transaction. */
+export interface ClosedRun {
+  conversationId: string;
+  flowState: string | null;
+  at: string;
+  /** Their `turn_index` are the next of the conversation's (set here). */
+  messages: NewMessageRow[];
+  run: StoredRun["run"] & { conversation_id: string; channel_id: string; tenant_id: string };
+}
+
 type MaybePromise<T> = T | Promise<T>;
 
 export interface BaselineStore {
   findKey(hash: string): MaybePromise<KeyRow | undefined>;
+  findWebhookChannel(clientId: string): MaybePromise<WebhookChannelRow | undefined>;
   findConversation(id: string): MaybePromise<ConversationRow | undefined>;
   recentMessages(conversationId: string, limit: number): MaybePromise<MessageRow[]>;
+  /** A whole run on a new conversation: the conversation, its messages and the run, one transaction. */
   storeRun(input: StoredRun): MaybePromise<void>;
+  openRun(input: OpenedRun): MaybePromise<void>;
+  closeRun(input: ClosedRun): MaybePromise<void>;
   close(): Promise<void>;
 }
 
 const FIND_KEY = `SELECT k.hash, k.prefix, k.environment AS key_environment, k.expires_at, k.revoked_at,
   c.id, c.tenant_id, c.type, c.mode, c.environment, c.state, c.flow_name, c.default_stream,
-  c.require_signature, c.signing_secret_encrypted, c.livechat_messages
+  c.require_signature, c.signing_secret_encrypted, c.livechat_messages, c.allowed_origins
   FROM api_keys k JOIN channels c ON c.id = k.channel_id WHERE k.hash = $1`;
-const FIND_CONVERSATION = `SELECT id, tenant_id, channel_id, mode, livechat_conversation_id FROM conversations WHERE id = $1`;
+const FIND_WEBHOOK_CHANNEL = `SELECT id, tenant_id, type, state, flow_name, environment FROM channels WHERE client_id = $1`;
+const FIND_CONVERSATION = `SELECT id, tenant_id, channel_id, mode, livechat_conversation_id, flow_state FROM conversations WHERE id = $1`;
+/** The next turns of a conversation: moved by `$1`, the new value returned (the taken turns are the `$1` before it). */
+const TAKE_TURNS = `UPDATE conversations SET next_turn = next_turn + $1, updated_at = $2 WHERE id = $3 RETURNING next_turn`;
+const TAKE_TURNS_WITH_STATE = `UPDATE conversations SET next_turn = next_turn + $1, updated_at = $2, flow_state = $3 WHERE id = $4 RETURNING next_turn`;
 const RECENT_MESSAGES = `SELECT turn_index, origin, role, content, timestamp, token_count, run_id, step_id, node_type,
   tool_calls, tool_call_id, livechat_message_id, sender
   FROM messages WHERE conversation_id = $1 ORDER BY turn_index DESC LIMIT $2`;
@@ -118,7 +160,7 @@ function messageValues(m: NewMessageRow): unknown[] {
   ];
 }
 
-function runValues({ conversation, run }: StoredRun): unknown[] {
+function runValues({ conversation, run }: Pick<StoredRun, "conversation" | "run">): unknown[] {
   return [
     run.id,
     conversation.id,
@@ -164,6 +206,9 @@ function openSqlite(path: string): BaselineStore {
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   const findKey = sqliteStatement<KeyRow>(db, FIND_KEY);
+  const findWebhookChannel = sqliteStatement<WebhookChannelRow>(db, FIND_WEBHOOK_CHANNEL);
+  const takeTurns = sqliteStatement<{ next_turn: number }>(db, TAKE_TURNS);
+  const takeTurnsWithState = sqliteStatement<{ next_turn: number }>(db, TAKE_TURNS_WITH_STATE);
   const findConversation = sqliteStatement<ConversationRow>(db, FIND_CONVERSATION);
   const recent = sqliteStatement<MessageRow>(db, RECENT_MESSAGES);
   const insertConversation = sqliteStatement(db, INSERT_CONVERSATION);
@@ -175,8 +220,24 @@ function openSqlite(path: string): BaselineStore {
     for (const message of input.messages) insertMessage.run(...messageValues(message));
     insertRun.run(...runValues(input));
   });
+  const open = db.transaction((input: OpenedRun) => {
+    const c = input.conversation;
+    let turn = 0;
+    if (c) insertConversation.run(c.id, c.tenant_id, c.channel_id, c.flow_state, 1, c.at);
+    else turn = Number((takeTurns.get(1, input.message.timestamp, input.conversationId) as { next_turn: number }).next_turn) - 1;
+    insertMessage.run(...messageValues({ ...input.message, turn_index: turn }));
+  });
+  const close = db.transaction((input: ClosedRun) => {
+    const count = input.messages.length;
+    const next = Number((takeTurnsWithState.get(count, input.at, input.flowState, input.conversationId) as { next_turn: number }).next_turn);
+    input.messages.forEach((message, i) => void insertMessage.run(...messageValues({ ...message, turn_index: next - count + i })));
+    insertRun.run(...runValues({ conversation: closedConversation(input), run: input.run }));
+  });
   return {
     findKey: (hash) => findKey.get(hash),
+    findWebhookChannel: (clientId) => findWebhookChannel.get(clientId),
+    openRun: (input) => open(input),
+    closeRun: (input) => close(input),
     findConversation: (id) => findConversation.get(id),
     recentMessages: (id, limit) => recent.all(id, limit),
     storeRun: (input) => store(input),
@@ -184,37 +245,75 @@ function openSqlite(path: string): BaselineStore {
   };
 }
 
+/** The conversation columns a run's row takes, from a closed run. */
+function closedConversation(input: ClosedRun): StoredRun["conversation"] {
+  const { run } = input;
+  return { id: run.conversation_id, tenant_id: run.tenant_id, channel_id: run.channel_id, flow_state: input.flowState ?? "null", next_turn: 0, at: input.at };
+}
+
+/** `INSERT INTO messages` of `count` rows in one statement, pg-style. */
+function insertMessages(count: number): string {
+  const rows = Array.from({ length: count }, (_, row) => `(${Array.from({ length: 14 }, (_, i) => `$${row * 14 + i + 1}`).join(", ")})`);
+  return `INSERT INTO messages ${MESSAGE_COLUMNS} VALUES ${rows.join(", ")}`;
+}
+
 function openPostgres(url: string): BaselineStore {
   // The pool size and timeouts channelkit's postgres() uses by default.
   const pool = new pg.Pool({ connectionString: url, max: 10, statement_timeout: 5000, connectionTimeoutMillis: 5000 });
   pool.on("error", () => undefined);
+  /** Runs `body` in a transaction on one pooled client. */
+  const transaction = async (body: (client: pg.PoolClient) => Promise<void>) => {
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      await body(client);
+      await client.query("COMMIT");
+      client.release();
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(error instanceof Error ? error : true);
+      throw error;
+    }
+  };
   return {
     async findKey(hash) {
       return (await pool.query<KeyRow>(FIND_KEY, [hash])).rows[0];
     },
+    async findWebhookChannel(clientId) {
+      return (await pool.query<WebhookChannelRow>(FIND_WEBHOOK_CHANNEL, [clientId])).rows[0];
+    },
+    openRun: (input) =>
+      transaction(async (client) => {
+        const c = input.conversation;
+        let turn = 0;
+        if (c) await client.query(INSERT_CONVERSATION, [c.id, c.tenant_id, c.channel_id, c.flow_state, 1, c.at]);
+        else turn = Number((await client.query<{ next_turn: number }>(TAKE_TURNS, [1, input.message.timestamp, input.conversationId])).rows[0]?.next_turn) - 1;
+        await client.query(insertMessages(1), messageValues({ ...input.message, turn_index: turn }));
+      }),
+    closeRun: (input) =>
+      transaction(async (client) => {
+        const count = input.messages.length;
+        const { rows } = await client.query<{ next_turn: number }>(TAKE_TURNS_WITH_STATE, [count, input.at, input.flowState, input.conversationId]);
+        const next = Number(rows[0]?.next_turn);
+        await client.query(
+          insertMessages(count),
+          input.messages.flatMap((message, i) => messageValues({ ...message, turn_index: next - count + i })),
+        );
+        await client.query(INSERT_RUN, runValues({ conversation: closedConversation(input), run: input.run }));
+      }),
     async findConversation(id) {
       return (await pool.query<ConversationRow>(FIND_CONVERSATION, [id])).rows[0];
     },
     async recentMessages(id, limit) {
       return (await pool.query<MessageRow>(RECENT_MESSAGES, [id, limit])).rows;
     },
-    async storeRun(input) {
-      const client = await pool.connect();
-      try {
-        await client.query("BEGIN");
+    storeRun: (input) =>
+      transaction(async (client) => {
         const c = input.conversation;
         await client.query(INSERT_CONVERSATION, [c.id, c.tenant_id, c.channel_id, c.flow_state, c.next_turn, c.at]);
-        const placeholders = input.messages.map((_, row) => `(${Array.from({ length: 14 }, (_, i) => `$${row * 14 + i + 1}`).join(", ")})`);
-        await client.query(`INSERT INTO messages ${MESSAGE_COLUMNS} VALUES ${placeholders.join(", ")}`, input.messages.flatMap(messageValues));
+        await client.query(insertMessages(input.messages.length), input.messages.flatMap(messageValues));
         await client.query(INSERT_RUN, runValues(input));
-        await client.query("COMMIT");
-        client.release();
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => undefined);
-        client.release(error instanceof Error ? error : true);
-        throw error;
-      }
-    },
+      }),
     close: () => pool.end(),
   };
 }

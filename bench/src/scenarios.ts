@@ -132,6 +132,36 @@ export const SCENARIOS: Scenario[] = [
     requests: async (seed) => [history(seed.echoKey, seed.conversation10k, `limit=50&token_budget=${HISTORY_BUDGET}`)],
   },
   {
+    id: "webhook-new-message",
+    title: "webhook newMessage (echo flow, 64 conversations in turn)",
+    mode: "request",
+    on: WITHOUT_LEAN,
+    expectStatus: 200,
+    spread: true,
+    requests: async (seed) =>
+      seed.webhookConversations.map((conversationId, i) => ({
+        method: "POST",
+        path: `/channels/webhook/${seed.webhookClientId}/newMessage`,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ conversationId, userInput: `${PAYLOAD} #${i}` }),
+      })),
+  },
+  {
+    id: "widget-chat",
+    title: "widget chat, SSE stream (echo flow, 64 conversations in turn)",
+    mode: "stream",
+    on: WITHOUT_LEAN,
+    expectStatus: 200,
+    spread: true,
+    requests: async (seed) =>
+      seed.widgetConversations.map((conversation_id) => ({
+        method: "POST",
+        path: "/public/widget/chat",
+        headers: { authorization: `Bearer ${seed.widgetKey}`, origin: seed.widgetOrigin, "content-type": "application/json" },
+        body: JSON.stringify({ payload: STREAM_PAYLOAD, conversation_id }),
+      })),
+  },
+  {
     id: "resumable-stream",
     title: "execute, SSE stream (echo flow), resumable channel against a plain one",
     mode: "stream",

@@ -26,6 +26,13 @@ export interface Seed {
   /** Conversations of the echo channel with 100 and 10,000 messages. */
   conversation100: string;
   conversation10k: string;
+  /** A webhook channel bound to `echo` (its `client_id`) and conversations opened on it by `startConversation`. */
+  webhookClientId: string;
+  webhookConversations: string[];
+  /** A publishable key of a public api channel bound to `echo` (the widget's), the origin it allows, and conversations of it. */
+  widgetKey: string;
+  widgetOrigin: string;
+  widgetConversations: string[];
   /** Counts, for the report. */
   rows: { apiKeys: number; conversations: number; messages: number };
 }
@@ -35,6 +42,18 @@ const FILLER_CONVERSATIONS = 50;
 const FILLER_MESSAGES = 200;
 /** Conversations without messages, so that the conversations table is not tiny either. */
 const EMPTY_CONVERSATIONS = 5000;
+/**
+ * Conversations of the webhook and widget channels the load spreads over: runs of one
+ * conversation take turns, so concurrent requests go to different ones.
+ */
+export const CHANNEL_CONVERSATIONS = 64;
+const WIDGET_ORIGIN = "https://widget.bench.example";
+/**
+ * The webhook and widget channels' own rate limits: counted as by default (the counter's
+ * write per request stays in the measurement) but high enough never to refuse the load,
+ * which comes from one address: the defaults allow 1,200 a minute per client address.
+ */
+const UNREACHED = { requests: 1_000_000_000, windowSeconds: 60 };
 
 /** Alternating user and assistant messages of about 120 characters (30 tokens). */
 function messageRows(conversationId: string, count: number, runId: string) {
@@ -76,6 +95,43 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       resumableStreams: true,
     });
     if (!signed.signing_secret) throw new Error("bench: the signed channel got no signing secret");
+    const webhook = await service.admin.createChannel({
+      tenantId: tenant.id,
+      flow: "echo",
+      type: "webhook",
+      languages: ["en_US"],
+      rateLimits: { webhookClient: UNREACHED, clientAddress: UNREACHED },
+    });
+    const widget = await service.admin.createChannel({
+      tenantId: tenant.id,
+      flow: "echo",
+      mode: "public",
+      allowedOrigins: [WIDGET_ORIGIN],
+      rateLimits: { publishableKey: UNREACHED, clientAddress: UNREACHED },
+    });
+    const webhookClientId = webhook.channel.client_id;
+    if (!webhookClientId) throw new Error("bench: the webhook channel got no client_id");
+    // Their conversations, opened as their clients open them (through the service's routes).
+    const call = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+      const response = await service.handler(
+        new Request(`http://bench${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }),
+      );
+      const text = await response.text();
+      if (response.status !== 200) throw new Error(`bench: seeding ${path} answered ${response.status}: ${text.slice(0, 200)}`);
+      return text;
+    };
+    const webhookConversations: string[] = [];
+    const widgetConversations: string[] = [];
+    for (let i = 0; i < CHANNEL_CONVERSATIONS; i++) {
+      const started = JSON.parse(await call(`/channels/webhook/${webhookClientId}/startConversation`, { language: "en_US" })) as {
+        conversation: { conversation: { id: string } };
+      };
+      webhookConversations.push(started.conversation.conversation.id);
+      const stream = await call("/public/widget/chat", { payload: "Hello, widget!" }, { authorization: `Bearer ${widget.api_key}`, origin: WIDGET_ORIGIN });
+      const id = /"conversation_id":"([^"]+)"/.exec(stream)?.[1];
+      if (!id) throw new Error(`bench: the widget's first chat named no conversation: ${stream.slice(0, 200)}`);
+      widgetConversations.push(id);
+    }
 
     // Other tenants' channels and keys, so that the key lookup has an index to use.
     const now = new Date().toISOString();
@@ -179,10 +235,15 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       unknownKey: generateApiKey("svc_live_"),
       conversation100,
       conversation10k,
+      webhookClientId,
+      webhookConversations,
+      widgetKey: widget.api_key,
+      widgetOrigin: WIDGET_ORIGIN,
+      widgetConversations,
       rows: {
-        apiKeys: FILLER_CHANNELS + 5,
-        conversations: 2 + FILLER_CONVERSATIONS + EMPTY_CONVERSATIONS,
-        messages: 10_100 + FILLER_CONVERSATIONS * FILLER_MESSAGES,
+        apiKeys: FILLER_CHANNELS + 7,
+        conversations: 2 + FILLER_CONVERSATIONS + EMPTY_CONVERSATIONS + 2 * CHANNEL_CONVERSATIONS,
+        messages: 10_100 + FILLER_CONVERSATIONS * FILLER_MESSAGES + 3 * CHANNEL_CONVERSATIONS,
       },
     };
   } finally {
