@@ -9,6 +9,14 @@
  * and the channel, read and parse the body, verify the HMAC (opening the sealed secret),
  * store the conversation, both messages and the run in one transaction, write the answer.
  * Runs of one conversation take turns (in this process: it runs as one).
+ *
+ * A streamed run honours the contract's rule that a conversation exists from its first run's
+ * start (decisions.md, "Runs and conversations"): the conversation_id sent in `data-run`
+ * resumes it and reads its history at once. So a stream stores the conversation and the user
+ * message in one transaction BEFORE it sends `data-run`, then the reply and the run in a
+ * second transaction before `finish`, as channelkit does (until issue 22 it stored all of it
+ * in one transaction after the last text event: a first event channelkit cannot match).
+ * A JSON answer stores everything in one transaction before it answers.
  */
 import { createDecipheriv, createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -252,27 +260,39 @@ async function execute(req: IncomingMessage, res: ServerResponse): Promise<void>
     return;
   }
 
+  // Streamed, as the contract has it: the conversation and the user message are stored
+  // before `data-run` (its conversation_id resumes it at once), the reply and the run before
+  // `finish` (streamRun, for the echo flow).
+  if (!slow) return streamRun(req, res, channel, null, payload);
+  // The slow flow: one word every 100 ms; a client that leaves cancels the run, stored as such.
+  const at = startedAt.toISOString();
+  await store.openRun({
+    conversation: { id: conversationId, tenant_id: channel.tenant_id, channel_id: channel.id, flow_state: "null", next_turn: 1, at },
+    conversationId,
+    message: message(conversationId, 0, "user", payload, at, runId, null),
+  });
+  const close = (status: string, content: string) => {
+    const { messages, run } = record(status, content);
+    return store.closeRun({
+      conversationId,
+      flowState: "null",
+      at: run.completed_at,
+      messages: messages.slice(1),
+      run: { ...run, conversation_id: conversationId, channel_id: channel.id, tenant_id: channel.tenant_id },
+    });
+  };
   res.writeHead(200, SSE_HEADERS);
   res.write(frame({ type: "data-run", data: { run_id: runId, conversation_id: conversationId } }));
-  // node:http holds writes until the end of the tick; the first event is sent at once, not
-  // after the run that follows it in this tick (channelkit's adapter does the same).
+  // node:http holds writes until the end of the tick; the first event is sent at once.
   if (res.socket?.writableCorked) res.socket.uncork();
   const textId = randomUUID();
   res.write(frame({ type: "text-start", id: textId }));
-  if (!slow) {
-    for (const delta of words) res.write(frame({ type: "text-delta", id: textId, delta }));
-    res.write(frame({ type: "text-end", id: textId }));
-    await store.storeRun(record("success", reply));
-    res.end(frame({ type: "finish", finishReason: "stop" }));
-    return;
-  }
-  // The slow flow: one word every 100 ms; a client that leaves cancels the run, stored as such.
   let sent = 0;
   let timer: NodeJS.Timeout | undefined;
   const next = () => {
     if (sent === words.length) {
       res.write(frame({ type: "text-end", id: textId }));
-      Promise.resolve(store.storeRun(record("success", reply))).then(
+      Promise.resolve(close("success", reply)).then(
         () => res.end(frame({ type: "finish", finishReason: "stop" })),
         () => res.destroy(),
       );
@@ -286,7 +306,7 @@ async function execute(req: IncomingMessage, res: ServerResponse): Promise<void>
     clearTimeout(timer);
     const partial = words.slice(0, sent).join("");
     sent = words.length;
-    void Promise.resolve(store.storeRun(record("cancelled", partial))).catch(() => undefined);
+    void Promise.resolve(close("cancelled", partial)).catch(() => undefined);
   });
   timer = setTimeout(next, 100);
 }
