@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import type { ExpressionBuilder, Kysely } from "kysely";
 import { PreparedQueries, PreparedQuery } from "./prepared.js";
 import { CHANNEL_COLUMNS, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
 
@@ -64,6 +64,12 @@ export function requestPathQueries(db: Kysely<Database>) {
     // A new conversation with its first messages and its run, as one statement where the
     // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
     newConversation: new PreparedQueries((count: number) => newConversationQuery(db, count)),
+    // A run's ticket and, when served at once, its claim as one statement where the
+    // database allows (Executor.dataModifyingCtes), keyed by whether its stream is recorded.
+    beginRun: new PreparedQueries((recorded: boolean) => beginRunQuery(db, recorded)),
+    // A claimed run's outcome as one statement where the database allows, keyed by
+    // {@link completeRunKey}.
+    completeRun: new PreparedQueries((key: number) => completeRunQuery(db, key >> 1, (key & 1) === 1)),
     takeTicket: new PreparedQuery(1, ($) =>
       db
         .updateTable("conversations")
@@ -106,27 +112,10 @@ export function requestPathQueries(db: Kysely<Database>) {
         .returning("serving"),
     ),
     // Keyed by whether the run sets the flow state: left out, the stored one is kept.
-    finishTurn: new PreparedQueries((setsFlowState: boolean) => {
-      return new PreparedQuery(5 + Number(setsFlowState), ($) =>
-        db
-          .updateTable("conversations")
-          .set((eb) => ({
-            next_turn: eb("next_turn", "+", $(0)),
-            updated_at: $(1),
-            serving: eb
-              .case()
-              .when("serving", "=", $(2))
-              .then(eb("serving", "+", 1))
-              .else(eb.ref("serving"))
-              .end(),
-            lease_until: eb.case().when("serving", "=", $(2)).then($(3)).else(eb.ref("lease_until")).end(),
-            // A run whose turn was taken over (its lease lapsed) no longer sets the state.
-            ...(setsFlowState ? { flow_state: eb.case().when("serving", "=", $(2)).then($(5)).else(eb.ref("flow_state")).end() } : {}),
-          }))
-          .where("id", "=", $(4))
-          .returning(["next_turn", "serving", "next_ticket"]),
-      );
-    }),
+    finishTurn: new PreparedQueries(
+      (setsFlowState: boolean) =>
+        new PreparedQuery(5 + Number(setsFlowState), ($) => finishTurn(db, $, setsFlowState).returning(["next_turn", "serving", "next_ticket"])),
+    ),
     // A run's change of mode: by the run still holding the turn, from the mode it read (a
     // compare-and-set on the mode and the time it was entered). A given live-chat id replaces the stored one.
     runModeChange: new PreparedQuery(8, ($) =>
@@ -174,6 +163,14 @@ export function requestPathQueries(db: Kysely<Database>) {
     ),
     endedTicket: new PreparedQuery(2, ($) =>
       db.selectFrom("runs").select("status").where("conversation_id", "=", $(0)).where("ticket", "=", $(1)).where("status", "<>", "running"),
+    ),
+    // Serves a later ticket only if `from` is still the one served (a compare-and-set: see completeRun).
+    serveFrom: new PreparedQuery(4, ($) =>
+      db
+        .updateTable("conversations")
+        .set({ serving: $(0), lease_until: $(1) })
+        .where("id", "=", $(2))
+        .where("serving", "=", $(3)),
     ),
     serve: new PreparedQuery(3, ($) =>
       db
@@ -228,4 +225,162 @@ function newConversationQuery(db: Kysely<Database>, count: number) {
       .selectFrom("c")
       .select("c.id"),
   );
+}
+
+/** The columns of a message whose turn index the statement computes: its values are the statement's placeholders. */
+export const MESSAGE_VALUE_COLUMNS = MESSAGE_COLUMNS.filter((column) => column !== "turn_index") as Exclude<(typeof MESSAGE_COLUMNS)[number], "turn_index">[];
+/** The columns of a run whose ticket the statement computes. */
+export const RUN_VALUE_COLUMNS = RUN_COLUMNS.filter((column) => column !== "ticket") as Exclude<(typeof RUN_COLUMNS)[number], "ticket">[];
+
+/** The values of `columns` as select items, placeholders numbered from `offset`, each named after its column. */
+function selectedValues<Column extends string>(eb: ExpressionBuilder<any, any>, columns: readonly Column[], $: (index: number) => never, offset: number) {
+  return columns.map((column, i) => eb.val($(offset + i)).as(column));
+}
+
+/**
+ * Moves a conversation's counters when a run ends (placeholders: the number of messages, the
+ * time, the run's ticket, the next run's claim deadline, the conversation's id, the flow state
+ * when set): its turn indexes, and the turn passed on when this run held it.
+ */
+function finishTurn(db: Kysely<Database>, p: (index: number) => never, setsFlowState: boolean) {
+  return db
+    .updateTable("conversations")
+    .set((eb) => ({
+      next_turn: eb("next_turn", "+", p(0)),
+      updated_at: p(1),
+      serving: eb
+        .case()
+        .when("serving", "=", p(2))
+        .then(eb("serving", "+", 1))
+        .else(eb.ref("serving"))
+        .end(),
+      lease_until: eb.case().when("serving", "=", p(2)).then(p(3)).else(eb.ref("lease_until")).end(),
+      // A run whose turn was taken over (its lease lapsed) no longer sets the state.
+      ...(setsFlowState ? { flow_state: eb.case().when("serving", "=", p(2)).then(p(5)).else(eb.ref("flow_state")).end() } : {}),
+    }))
+    .where("id", "=", p(4));
+}
+
+/**
+ * A run arriving on an existing conversation, as one statement (data-modifying `WITH`, see
+ * docs/benchmarks.md, "Runs that take turns: what they cost"): the conversation's row takes
+ * the run's ticket and, when that ticket is the one served, the claim (next turn index, lease),
+ * under the row lock the `UPDATE` takes first; the user message and the `running` row are
+ * inserted from what it returns, only when claimed (the row also when the stream is
+ * `recorded`). Returns the conversation as the claim left it. Placeholders: the
+ * conversation's id, the lease, now, the message's {@link MESSAGE_VALUE_COLUMNS}, the run's
+ * {@link RUN_VALUE_COLUMNS}.
+ */
+function beginRunQuery(db: Kysely<Database>, recorded: boolean) {
+  const messageOffset = 3;
+  const runOffset = messageOffset + MESSAGE_VALUE_COLUMNS.length;
+  return new PreparedQuery(runOffset + RUN_VALUE_COLUMNS.length, ($) =>
+    db
+      .with("t", (qc) =>
+        qc
+          .updateTable("conversations")
+          .set((eb) => {
+            // Old values on the right of SET: the ticket taken is the old next_ticket.
+            const served = () => eb("serving", "=", eb.ref("next_ticket"));
+            return {
+              next_ticket: eb("next_ticket", "+", 1),
+              next_turn: eb
+                .case()
+                .when(served())
+                .then(eb("next_turn", "+", 1))
+                .else(eb.ref("next_turn"))
+                .end(),
+              lease_until: eb.case().when(served()).then($(1)).else(eb.ref("lease_until")).end(),
+              updated_at: eb.case().when(served()).then($(2)).else(eb.ref("updated_at")).end(),
+            };
+          })
+          .where("id", "=", $(0))
+          .returning(CONVERSATION_COLUMNS),
+      )
+      .with("m", (qc) =>
+        qc
+          .insertInto("messages")
+          .columns([...MESSAGE_VALUE_COLUMNS, "turn_index"])
+          .expression(
+            qc
+              .selectFrom("t")
+              .select((eb) => [...selectedValues(eb, MESSAGE_VALUE_COLUMNS, $, messageOffset), eb("t.next_turn", "-", eb.lit(1)).as("turn_index")])
+              .where((eb) => eb("t.serving", "=", eb("t.next_ticket", "-", eb.lit(1)))),
+          )
+          .returning("turn_index"),
+      )
+      .with("r", (qc) =>
+        qc
+          .insertInto("runs")
+          .columns([...RUN_VALUE_COLUMNS, "ticket"])
+          .expression(
+            qc
+              .selectFrom("t")
+              .select((eb) => [...selectedValues(eb, RUN_VALUE_COLUMNS, $, runOffset), eb("t.next_ticket", "-", eb.lit(1)).as("ticket")])
+              .$if(!recorded, (select) => select.where((eb) => eb("t.serving", "=", eb("t.next_ticket", "-", eb.lit(1))))),
+          )
+          .returning("id"),
+      )
+      .selectFrom("t")
+      .selectAll("t"),
+  );
+}
+
+/** The key of `completeRun`'s statement: its number of messages and whether it sets the flow state. */
+export function completeRunKey(count: number, setsFlowState: boolean): number {
+  return count * 2 + Number(setsFlowState);
+}
+
+/**
+ * A claimed run's outcome, as one statement (data-modifying `WITH`, see docs/benchmarks.md,
+ * "Runs that take turns: what they cost"): `finishTurn` on the conversation's row first
+ * (its row lock, its counters), each message at the turn index it returns, then the run's
+ * row, updated only if the conversation's was. Placeholders: `finishTurn`'s, then the
+ * messages' {@link MESSAGE_VALUE_COLUMNS}, then `finishRun`'s. Returns `finishTurn`'s row.
+ */
+function completeRunQuery(db: Kysely<Database>, count: number, setsFlowState: boolean) {
+  const messageOffset = 5 + Number(setsFlowState);
+  const r = messageOffset + count * MESSAGE_VALUE_COLUMNS.length;
+  return new PreparedQuery(r + 8, ($) => {
+    const t = finishTurn(db, $, setsFlowState).returning(["next_turn", "serving", "next_ticket"]);
+    // One insert per message: a multi-row insert from `t` would need its values in a `VALUES`
+    // list or a `UNION`, where Postgres types the placeholders as text, not as their columns.
+    let query = db.with("t", () => t);
+    for (let i = 0; i < count; i++) {
+      const offset = messageOffset + i * MESSAGE_VALUE_COLUMNS.length;
+      query = query.with(
+        `m${i}` as never,
+        (qc) =>
+          qc
+            .insertInto("messages")
+            .columns([...MESSAGE_VALUE_COLUMNS, "turn_index"])
+            .expression(
+              qc
+                .selectFrom("t")
+                .select((eb) => [...selectedValues(eb, MESSAGE_VALUE_COLUMNS, $, offset), eb("t.next_turn", "-", eb.lit(count - i)).as("turn_index")]),
+            )
+            .returning("turn_index") as never,
+      ) as unknown as typeof query;
+    }
+    return query
+      .with("r", (qc) =>
+        qc
+          .updateTable("runs")
+          // From `t`: the run's row is written only when the conversation's was.
+          .from("t")
+          .set({
+            status: $(r),
+            result: $(r + 1),
+            error: $(r + 2),
+            execution_order: $(r + 3),
+            completed_at: $(r + 4),
+            duration_ms: $(r + 5),
+            stream_tail: $(r + 6),
+          })
+          .where("runs.id", "=", $(r + 7))
+          .returning("runs.id"),
+      )
+      .selectFrom("t")
+      .select(["t.next_turn", "t.serving", "t.next_ticket"]);
+  });
 }

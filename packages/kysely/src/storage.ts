@@ -41,7 +41,7 @@ import {
   toJson,
 } from "./mappers.js";
 import { migrateToLatest, schemaStatusOf } from "./migrations.js";
-import { requestPathQueries } from "./queries.js";
+import { completeRunKey, MESSAGE_VALUE_COLUMNS, RUN_VALUE_COLUMNS, requestPathQueries } from "./queries.js";
 import { kyselyIdempotency } from "./idempotency.js";
 import { kyselyRunStreams } from "./run-streams.js";
 import { type ChannelsTable, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
@@ -133,6 +133,8 @@ export class KyselyStorage implements Storage {
         claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
       };
     }
+    // One round trip instead of a transaction of six: docs/benchmarks.md, "Runs that take turns: what they cost".
+    if (this.#exec.dataModifyingCtes) return this.#beginInOneStatement(input);
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
       const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
@@ -184,6 +186,9 @@ export class KyselyStorage implements Storage {
     const setsFlowState = input.claimed && "flowState" in input;
     const mode = input.claimed ? input.mode : undefined;
     const liveChatUserTurn = input.claimed ? input.liveChatUserTurn : undefined;
+    // One round trip instead of a transaction of five: docs/benchmarks.md, "Runs that take turns: what they cost".
+    // A mode change, a live chat's user turn and a run that never held its turn keep the transaction.
+    if (this.#exec.dataModifyingCtes && input.claimed && !mode && liveChatUserTurn === undefined) return this.#completeInOneStatement(input, setsFlowState);
     return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
       // A mode change goes before the counters move: its guard is that the run still holds
       // its turn. Like the counters, it takes the write lock (SQLite) or the row lock (Postgres).
@@ -233,6 +238,69 @@ export class KyselyStorage implements Storage {
       // What was stored, from what was given rather than parsed back from the rows.
       return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
     });
+  }
+
+  /**
+   * {@link beginRun} on an existing conversation as one statement (`beginRun` of the
+   * queries): the ticket, and the claim when the ticket is served at once, under the row
+   * lock the conversation's `UPDATE` takes first, as the transaction does.
+   */
+  async #beginInOneStatement(input: BeginRunInput): Promise<RunTicket> {
+    const { conversation, run, userMessage } = input;
+    const values = ([conversation.id, input.leaseUntil, input.now] as unknown[]).concat(
+      valuesOf(MESSAGE_VALUE_COLUMNS, [messageToRow(conversation.id, 0, userMessage)]),
+      valuesOf(RUN_VALUE_COLUMNS, [runToRow(run, null, input.stream)]),
+    );
+    const [row] = await this.#exec.rows(this.#queries.beginRun.get(input.stream !== undefined).bind(values));
+    if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+    const ticket = Number(row.next_ticket) - 1;
+    if (Number(row.serving) !== ticket) return { ticket, claimed: null };
+    const record = rowToConversation(row);
+    return { ticket, claimed: { conversation: record, userMessage: storedMessage(conversation.id, record.nextTurn - 1, userMessage) } };
+  }
+
+  /**
+   * {@link completeRun} of a claimed run as one statement (`completeRun` of the queries):
+   * the counters under the conversation's row lock first, then the messages at the turn
+   * indexes they return, then the run's row. Skipping tickets whose run already ended, when
+   * some are queued, follows it.
+   */
+  async #completeInOneStatement(input: CompleteRunInput, setsFlowState: boolean): Promise<MessageRecord[]> {
+    const { conversation, messages, run, ticket } = input;
+    const count = messages.length;
+    const rows = messages.map((message) => messageToRow(conversation.id, 0, message));
+    const values = finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState).concat(
+      valuesOf(MESSAGE_VALUE_COLUMNS, rows),
+      [run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, input.streamEnd ?? null, run.id],
+    );
+    const [row] = await this.#exec.rows(this.#queries.completeRun.get(completeRunKey(count, setsFlowState)).bind(values));
+    if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+    const first = Number(row.next_turn) - count;
+    const serving = Number(row.serving);
+    if (serving === ticket + 1 && serving < Number(row.next_ticket)) await this.#skipEndedTickets(conversation.id, serving, input.claimUntil);
+    return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
+  }
+
+  /**
+   * Serves the first ticket from `from` whose run has not already ended, after the statement
+   * that passed the turn on to `from`: a compare-and-set on `from`, so that it moves nothing
+   * if the ended run's own completion, or a takeover, moved the queue meanwhile. Until it is
+   * done the queue waits on a ticket nobody claims; should it fail, the next ticket takes the
+   * turn over when the lease lapses (claimTurn), as after an instance that stopped. The run's
+   * outcome is stored either way, so a failure here is not the run's.
+   */
+  async #skipEndedTickets(conversationId: string, from: number, claimUntil: string): Promise<void> {
+    try {
+      let next = from;
+      for (;;) {
+        const [ended] = await this.#exec.rows(this.#queries.endedTicket.bind([conversationId, next]));
+        if (!ended) break;
+        next++;
+      }
+      if (next !== from) await this.#exec.rows(this.#queries.serveFrom.bind([next, claimUntil, conversationId, from]));
+    } catch {
+      // See above: the lease passes the turn on.
+    }
   }
 
   async storeRun(input: StoreRunInput): Promise<MessageRecord[]> {
