@@ -330,7 +330,7 @@ async function runStore(
   let t = Date.now();
   const data = await seed(store, location);
   log(
-    `[${store}] seeded ${data.rows.apiKeys} keys, ${data.rows.conversations} conversations and ${data.rows.messages} messages in ${((Date.now() - t) / 1000).toFixed(1)} s`,
+    `[${store}] seeded ${data.rows.apiKeys} keys, ${data.rows.conversations} conversations, ${data.rows.messages} messages and ${data.rows.runs} runs in ${((Date.now() - t) / 1000).toFixed(1)} s`,
   );
   results.plans[store] = await explainRequestPath(store, location, data);
   for (const plan of results.plans[store] ?? []) if (plan.scans) log(`  warning: ${plan.operation} scans: ${plan.plan.join(" | ")}`);

@@ -34,7 +34,7 @@ export interface Seed {
   widgetOrigin: string;
   widgetConversations: string[];
   /** Counts, for the report. */
-  rows: { apiKeys: number; conversations: number; messages: number };
+  rows: { apiKeys: number; conversations: number; messages: number; runs: number };
 }
 
 const FILLER_CHANNELS = 2000;
@@ -180,9 +180,16 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       await db.insertInto("api_keys").values(keys).execute();
     }
 
+    // One stored run per seeded conversation, so the runs table is not empty either: on an
+    // empty table Postgres' planner prefers a sequential scan (for the run's `update runs …
+    // where id = $`), which the query-plan check flags though it would never be chosen on a
+    // table in use.
+    const runs: { id: string; conversation_id: string; channel_id: string }[] = [];
     // Conversations: the two measured ones, and others whose messages share the table.
     const conversation = async (messages: number) => {
       const id = crypto.randomUUID();
+      const runId = crypto.randomUUID();
+      runs.push({ id: runId, conversation_id: id, channel_id: echo.channel.id });
       await db
         .insertInto("conversations")
         .values({
@@ -197,7 +204,7 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
           updated_at: now,
         })
         .execute();
-      const rows = messageRows(id, messages, crypto.randomUUID());
+      const rows = messageRows(id, messages, runId);
       for (let i = 0; i < rows.length; i += 500)
         await db
           .insertInto("messages")
@@ -221,6 +228,24 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
         updated_at: now,
       }));
       await db.insertInto("conversations").values(rows).execute();
+      for (const row of rows) runs.push({ id: crypto.randomUUID(), conversation_id: row.id, channel_id: template.id });
+    }
+    for (let offset = 0; offset < runs.length; offset += 500) {
+      const rows = runs.slice(offset, offset + 500).map((run) => ({
+        ...run,
+        tenant_id: tenant.id,
+        status: "success",
+        flow_name: "echo",
+        flow_version: "1",
+        result: null,
+        error: null,
+        execution_order: '["echo"]',
+        started_at: now,
+        completed_at: now,
+        duration_ms: 1,
+        ticket: null,
+      }));
+      await db.insertInto("runs").values(rows).execute();
     }
     // A maintained Postgres has statistics (autovacuum analyzes); a fresh one must be told.
     if (store === "postgres") await sql`ANALYZE`.execute(db);
@@ -244,6 +269,7 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
         apiKeys: FILLER_CHANNELS + 7,
         conversations: 2 + FILLER_CONVERSATIONS + EMPTY_CONVERSATIONS + 2 * CHANNEL_CONVERSATIONS,
         messages: 10_100 + FILLER_CONVERSATIONS * FILLER_MESSAGES + 3 * CHANNEL_CONVERSATIONS,
+        runs: runs.length + 2 * CHANNEL_CONVERSATIONS,
       },
     };
   } finally {
