@@ -1,9 +1,11 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
-import { betterSqlite3 } from "./drivers.js";
-import { type Executor, kyselyExecutor, runBodySync } from "./executor.js";
+import { betterSqlite3, betterSqlite3Path } from "./drivers.js";
+import { type Executor, kyselyExecutor, type TransactionBody } from "./executor.js";
+import { groupCommit } from "./group-commit.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
+import { walCheckpointer, type WalCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFeed } from "./sqlite-feed.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import { KyselyStorage } from "./storage.js";
@@ -27,7 +29,12 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  return new KyselyStorage(db, sqliteExecutor(database, kyselyExecutor(db)), () => sqliteFeed(database), sqliteRateLimits(database));
+  const checkpointer = walCheckpointer(database.memory ? "" : database.name, betterSqlite3Path());
+  const kysely = kyselyExecutor(db, async () => {
+    await checkpointer.close();
+    await db.destroy();
+  });
+  return new KyselyStorage(db, sqliteExecutor(database, kysely, checkpointer), () => sqliteFeed(database), sqliteRateLimits(database));
 }
 
 /**
@@ -38,7 +45,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * column name on every row, which made the key lookup's one row costly (see
  * docs/benchmarks.md, "Why the code looks like this").
  */
-function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Executor {
+function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, checkpointer: WalCheckpointer): Executor {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
@@ -60,14 +67,17 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Exe
     }
     return rows as Row[];
   }
-  const inTransaction = database.transaction((work: () => unknown) => work());
+  const transaction = groupCommit(
+    { run: (sql) => void statements.prepare(sql).run([]), inTransaction: () => database.inTransaction, rows, committed: checkpointer.committed },
+    kysely.transaction as <T>(body: () => TransactionBody<T>) => Promise<T>,
+  );
   // While Kysely holds the connection in a transaction (a migration, or your own through
   // `storage.db`), a statement run directly would run inside it: such statements queue
   // behind it through Kysely's driver instead.
   return {
     dataModifyingCtes: false,
     rows: (query) => (database.inTransaction ? kysely.rows(query) : rows(query)),
-    transaction: (body) => (database.inTransaction ? kysely.transaction(body) : (inTransaction(() => runBodySync(body(), rows)) as never)),
+    transaction: (body) => (database.inTransaction ? kysely.transaction(body) : transaction(body)),
     close: kysely.close,
   };
 }

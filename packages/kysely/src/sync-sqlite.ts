@@ -1,6 +1,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
-import { type Executor, kyselyExecutor, runBodySync } from "./executor.js";
+import { type Executor, kyselyExecutor, type TransactionBody } from "./executor.js";
+import { groupCommit } from "./group-commit.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import type { Database } from "./schema.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -75,10 +76,14 @@ export function syncSqliteStorage(driver: SyncSqliteDriver, options: SyncSqliteO
   }
   // While Kysely holds the connection in a transaction (a migration, or your own through
   // `storage.db`), statements queue behind it through Kysely's driver, as in `sqlite()`.
+  const transaction = groupCommit(
+    { run: (sql) => void statements(sql).run([]), inTransaction: () => driver.inTransaction(), rows },
+    kysely.transaction as <T>(body: () => TransactionBody<T>) => Promise<T>,
+  );
   const executor: Executor = {
     dataModifyingCtes: false,
     rows: (query) => (driver.inTransaction() ? kysely.rows(query) : (rows(query) as never)),
-    transaction: (body) => (driver.inTransaction() ? kysely.transaction(body) : inTransaction(driver, () => runBodySync(body(), rows))),
+    transaction: (body) => (driver.inTransaction() ? kysely.transaction(body) : transaction(body)),
     close: kysely.close,
   };
   const compatible = betterSqlite3Subset(driver, statements, () => open);

@@ -8,6 +8,7 @@ import { claimOf, driveRun, type RunSteps, type StreamEnding } from "./driver.js
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
+import { newRecordId } from "./run-id.js";
 
 /** What a channel asks of {@link startRun}. */
 export interface StartRunInput {
@@ -72,9 +73,9 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
   }
   const runs = ctx.runs;
   const abort = runs.admit();
-  const runId = crypto.randomUUID();
+  const runId = newRecordId();
   const conversation: RunConversation = {
-    id: input.conversation?.id ?? input.newConversationId ?? crypto.randomUUID(),
+    id: input.conversation?.id ?? input.newConversationId ?? newRecordId(),
     tenantId: channel.tenantId,
     channelId: channel.id,
     isNew: input.conversation === null,

@@ -1,0 +1,161 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import { CompiledQuery } from "kysely";
+import { afterEach, describe, expect, it } from "vitest";
+import { rowsOf, type TransactionBody } from "./executor.js";
+import { type GroupCommitConnection, groupCommit } from "./group-commit.js";
+
+const dirs: string[] = [];
+const open: BetterSqlite3.Database[] = [];
+afterEach(() => {
+  for (const database of open.splice(0)) database.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A WAL database file and a connection to it, as `sqlite()` opens one. */
+function connect(path?: string, busyTimeoutMs = 5000): { path: string; database: BetterSqlite3.Database } {
+  let file = path;
+  if (!file) {
+    const dir = mkdtempSync(join(tmpdir(), "channelkit-group-"));
+    dirs.push(dir);
+    file = join(dir, "test.db");
+  }
+  const database = new BetterSqlite3(file);
+  open.push(database);
+  database.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  database.pragma("journal_mode = WAL");
+  database.exec("create table if not exists t (id integer primary key, name text not null)");
+  return { path: file, database };
+}
+
+/** The connection as the SQLite executor gives it, counting the statements it runs. */
+function connection(database: BetterSqlite3.Database, log: string[]): GroupCommitConnection {
+  return {
+    run(sql) {
+      log.push(sql);
+      database.prepare(sql).run();
+    },
+    inTransaction: () => database.inTransaction,
+    rows(query) {
+      const statement = database.prepare(query.sql);
+      if (statement.reader) return statement.all(...query.parameters);
+      statement.run(...query.parameters);
+      return [];
+    },
+  };
+}
+
+const insert = (id: number, name: string) => CompiledQuery.raw("insert into t (id, name) values (?, ?)", [id, name]);
+const names = (database: BetterSqlite3.Database) => (database.prepare("select name from t order by id").all() as { name: string }[]).map((row) => row.name);
+
+function* inserting(id: number, name: string): TransactionBody<number> {
+  yield* rowsOf(insert(id, name));
+  const [row] = yield* rowsOf(CompiledQuery.raw<{ n: number }>("select count(*) as n from t", []));
+  return (row as { n: number }).n;
+}
+
+const noElsewhere = () => Promise.reject(new Error("not expected"));
+
+describe("groupCommit", () => {
+  it("commits the transactions asked for in one turn of the event loop once, each seeing the ones before it", async () => {
+    const { database } = connect();
+    const log: string[] = [];
+    const transaction = groupCommit(connection(database, log), noElsewhere);
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => transaction(() => inserting(i, `run ${i}`))));
+    expect(results).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(log.filter((sql) => sql === "COMMIT")).toHaveLength(1);
+    expect(log[0]).toBe("BEGIN IMMEDIATE");
+    expect(names(database)).toHaveLength(10);
+  });
+
+  it("rolls back a body that throws alone: the others of its batch are stored", async () => {
+    const { database } = connect();
+    const transaction = groupCommit(connection(database, []), noElsewhere);
+    const failing = function* (): TransactionBody<never> {
+      yield* rowsOf(insert(2, "half-written"));
+      throw new Error("the flow's outcome could not be stored");
+    };
+    const settled = await Promise.allSettled([transaction(() => inserting(1, "a")), transaction(failing), transaction(() => inserting(3, "c"))]);
+    expect(settled.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(names(database)).toEqual(["a", "c"]);
+    // A body alone in its batch is rolled back too.
+    await expect(transaction(failing)).rejects.toThrow("could not be stored");
+    expect(names(database)).toEqual(["a", "c"]);
+    expect(database.inTransaction).toBe(false);
+  });
+
+  it("settles nothing before the commit, and another connection (another process) sees a body's rows once its promise settles", async () => {
+    const { path, database } = connect();
+    const other = connect(path).database;
+    const transaction = groupCommit(connection(database, []), noElsewhere);
+    let settled = false;
+    const stored = transaction(() => inserting(1, "a")).then((count) => {
+      settled = true;
+      expect(names(other)).toEqual(["a"]);
+      return count;
+    });
+    // Asked for, not yet run: the batch runs after this turn's I/O.
+    expect(names(other)).toEqual([]);
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    expect(await stored).toBe(1);
+  });
+
+  it("rejects the whole batch when another process holds the write lock past the busy timeout, and commits the next batch", async () => {
+    const { path, database } = connect(undefined, 20);
+    const other = connect(path).database;
+    const transaction = groupCommit(connection(database, []), noElsewhere);
+    other.exec("BEGIN IMMEDIATE");
+    other.prepare("insert into t (id, name) values (100, 'other process')").run();
+    const settled = await Promise.allSettled([transaction(() => inserting(1, "a")), transaction(() => inserting(2, "b"))]);
+    expect(settled.map((result) => result.status)).toEqual(["rejected", "rejected"]);
+    expect(String((settled[0] as PromiseRejectedResult).reason)).toMatch(/locked|busy/i);
+    other.exec("COMMIT");
+    await transaction(() => inserting(1, "a"));
+    expect(names(database)).toEqual(["a", "other process"]);
+  });
+
+  it("rejects every body of a batch whose commit fails: none of them was stored", async () => {
+    const { database } = connect();
+    const base = connection(database, []);
+    let failCommit = true;
+    const faulty: GroupCommitConnection = {
+      ...base,
+      run(sql) {
+        if (sql === "COMMIT" && failCommit) {
+          failCommit = false;
+          throw Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR" });
+        }
+        base.run(sql);
+      },
+    };
+    const transaction = groupCommit(faulty, noElsewhere);
+    const settled = await Promise.allSettled([transaction(() => inserting(1, "a")), transaction(() => inserting(2, "b"))]);
+    expect(settled.map((result) => result.status)).toEqual(["rejected", "rejected"]);
+    expect(names(database)).toEqual([]);
+    expect(database.inTransaction).toBe(false);
+    await transaction(() => inserting(3, "c"));
+    expect(names(database)).toEqual(["c"]);
+  });
+
+  it("hands the batch to the other executor while a transaction of Kysely's holds the connection", async () => {
+    const { database } = connect();
+    const elsewhere: string[] = [];
+    const transaction = groupCommit(connection(database, []), async <T>(body: () => TransactionBody<T>) => {
+      elsewhere.push("queued");
+      // Stands for Kysely's driver: it runs the body once the host's transaction is over.
+      await new Promise((done) => setTimeout(done, 5));
+      const generator = body();
+      let step = generator.next();
+      while (!step.done) step = generator.next(connection(database, []).rows(step.value));
+      return step.value;
+    });
+    database.exec("BEGIN");
+    const stored = transaction(() => inserting(1, "a"));
+    setTimeout(() => database.exec("COMMIT"), 1);
+    expect(await stored).toBe(1);
+    expect(elsewhere).toEqual(["queued"]);
+  });
+});
