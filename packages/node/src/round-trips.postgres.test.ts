@@ -110,6 +110,30 @@ describeWithPostgres("Postgres round trips per JSON execute", (serverUrl) => {
     expect(messages[2]?.content).toBe("again");
   });
 
+  it("a stream: its claim before its first event, then its outcome, one statement each", async () => {
+    /** One streamed execute; the statements it sent, from the request to the end of its stream. */
+    async function stream(body: Record<string, unknown>): Promise<{ conversationId: string; statements: string[] }> {
+      sent.length = 0;
+      const response = await fetch(server.url + EXECUTE, {
+        method: "POST",
+        headers: { authorization: `Bearer ${plainKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ stream: true, ...body }),
+      });
+      const text = await response.text();
+      expect(text).toContain('"type":"finish"');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const conversationId = (text.match(/"conversation_id":"([^"]+)"/) as RegExpMatchArray)[1] as string;
+      return { conversationId, statements: sent.splice(0).map(label) };
+    }
+    const first = await stream({ payload: "hello" });
+    expect(first.statements).toEqual([
+      "select api_keys",
+      "with: insert conversations, insert messages, insert runs",
+      "with: update conversations, insert messages, update runs",
+    ]);
+    expect((await stream({ payload: "again", conversation_id: first.conversationId })).statements).toEqual(EXISTING_CONVERSATION);
+  });
+
   it("(c) a signed channel adds none: the signature is checked in memory", async () => {
     const first = await execute(signedKey, { payload: "hello" }, signingSecret);
     expect(first.statements).toEqual(NEW_CONVERSATION);
