@@ -5,7 +5,8 @@
  * hand-written server), `lean` (the afternoon handler, execute only), `channelkit` (the
  * bench's embedding of the sources) and `serve` (the built `channelkit serve`).
  *
- *   --quick                 one short round (the CI smoke test; under two minutes)
+ *   --quick                 one short round (the CI smoke test; about two minutes): lean and serve on
+ *                           execute-json only, the other scenarios on the baseline and channelkit
  *   --rounds N --duration S --warmup S --connections N --memory-streams N
  *   --store sqlite|postgres one store only
  *   --scenarios a,b         a subset (ids in bench/src/scenarios.ts)
