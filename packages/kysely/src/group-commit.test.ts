@@ -52,7 +52,7 @@ const names = (database: BetterSqlite3.Database) => (database.prepare("select na
 
 function* inserting(id: number, name: string): TransactionBody<number> {
   yield* rowsOf(insert(id, name));
-  const [row] = yield* rowsOf(CompiledQuery.raw<{ n: number }>("select count(*) as n from t", []));
+  const [row] = yield* rowsOf(CompiledQuery.raw("select count(*) as n from t", []) as CompiledQuery<{ n: number }>);
   return (row as { n: number }).n;
 }
 
