@@ -38,6 +38,28 @@ function tenantsInFile(path: string): number {
   }
 }
 
+/** The storage's sources bundled for a child process, which opens its own sqlite(file) from them. */
+async function bundled(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "channelkit-checkpoint-bundle-"));
+  dirs.push(dir);
+  const bundle = join(dir, "storage.cjs");
+  await build({
+    entryPoints: [fileURLToPath(new URL("./index.ts", import.meta.url))],
+    outfile: bundle,
+    bundle: true,
+    format: "cjs",
+    platform: "node",
+    target: "node20",
+    external: ["better-sqlite3", "pg", "kysely", "zod"],
+    alias: { "@channelkit/core": fileURLToPath(new URL("../../core/src/index.ts", import.meta.url)) },
+    logLevel: "silent",
+  });
+  return bundle;
+}
+
+/** A child's environment, resolving the drivers from the repository's node_modules. */
+const childEnv = () => ({ ...process.env, NODE_PATH: fileURLToPath(new URL("../../../node_modules", import.meta.url)) });
+
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 async function writeTenants(storage: KyselyStorage, count: number, prefix = "t"): Promise<void> {
@@ -84,25 +106,33 @@ describe("sqlite(): the WAL checkpointer thread", () => {
     database.close();
   });
 
+  it("lets a process whose last step is closing the storage finish that step (the thread is unref'd, not the wait for it)", async () => {
+    const path = file();
+    const storage = sqlite(path);
+    await storage.migrate();
+    await storage.close();
+    const bundle = await bundled();
+    const script = `
+      const { sqlite } = require(${JSON.stringify(bundle)});
+      (async () => {
+        const storage = sqlite(process.argv[1]);
+        for (let i = 0; i < 150; i++) {
+          await storage.createTenant({ id: crypto.randomUUID(), name: "t " + i, createdAt: new Date().toISOString() });
+        }
+        await storage.close();
+        console.log("closed");
+      })();
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ["-e", script, path], { env: childEnv() });
+    expect(stdout.trim()).toBe("closed");
+  }, 60_000);
+
   it("runs in two processes writing one file at once: every row is stored and the file is whole", async () => {
     const path = file();
     const storage = sqlite(path);
     storages.push(storage);
     await storage.migrate();
-    // Each process opens its own sqlite(file) from these very sources, bundled on the fly.
-    const bundle = join(dirs[dirs.length - 1] as string, "storage.cjs");
-    await build({
-      entryPoints: [fileURLToPath(new URL("./index.ts", import.meta.url))],
-      outfile: bundle,
-      bundle: true,
-      format: "cjs",
-      platform: "node",
-      target: "node20",
-      external: ["better-sqlite3", "pg", "kysely", "zod"],
-      alias: { "@channelkit/core": fileURLToPath(new URL("../../core/src/index.ts", import.meta.url)) },
-      nodePaths: [fileURLToPath(new URL("../../../node_modules", import.meta.url))],
-      logLevel: "silent",
-    });
+    const bundle = await bundled();
     const script = `
       const { sqlite } = require(${JSON.stringify(bundle)});
       (async () => {
@@ -113,8 +143,7 @@ describe("sqlite(): the WAL checkpointer thread", () => {
         await storage.close();
       })();
     `;
-    const env = { ...process.env, NODE_PATH: fileURLToPath(new URL("../../../node_modules", import.meta.url)) };
-    const run = (name: string) => promisify(execFile)(process.execPath, ["-e", script, path, name], { env });
+    const run = (name: string) => promisify(execFile)(process.execPath, ["-e", script, path, name], { env: childEnv() });
     await Promise.all([run("first"), run("second")]);
     const database = new BetterSqlite3(path);
     expect(database.pragma("integrity_check", { simple: true })).toBe("ok");

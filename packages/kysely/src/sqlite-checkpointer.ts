@@ -59,7 +59,12 @@ export function walCheckpointer(path: string, driver: string): WalCheckpointer {
       worker.on("error", () => undefined);
     },
     async close() {
-      worker?.postMessage("close");
+      if (!worker) return;
+      // The thread is unref'd so that it never keeps a process alive; while the storage
+      // waits for it to stop, it must, or a process with nothing else to do would exit
+      // with this promise unsettled.
+      worker.ref();
+      worker.postMessage("close");
       await exited;
     },
   };
