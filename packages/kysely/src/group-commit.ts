@@ -24,6 +24,18 @@ const afterIo: (flush: () => void) => void =
   typeof globalThis.setImmediate === "function" ? (flush) => globalThis.setImmediate(flush) : (flush) => setTimeout(flush, 0);
 
 /**
+ * A transaction body of work that runs its statements on the connection itself (a
+ * library's, such as rate-limiter-flexible's): it yields none to the executor.
+ */
+// biome-ignore lint/correctness/useYield: the work runs its own statements, synchronously, inside the batch's transaction
+export function* bodyOf<T>(work: () => T): TransactionBody<T> {
+  return work();
+}
+
+/** Runs a transaction body in the next group commit; settles after its commit. */
+export type GroupCommit = <T>(body: () => TransactionBody<T>) => Promise<T>;
+
+/**
  * Group commit: the transactions asked for during one turn of the event loop run together,
  * synchronously, in one SQLite transaction, each in a savepoint of its own, and are
  * committed once. A WAL commit (its page writes and the wal-index) was the largest single
@@ -45,10 +57,7 @@ const afterIo: (flush: () => void) => void =
  * back on some I/O errors and `SQLITE_FULL`), every body of the batch run so far is
  * rejected with that error: none of them was stored.
  */
-export function groupCommit(
-  connection: GroupCommitConnection,
-  elsewhere: <T>(body: () => TransactionBody<T>) => Promise<T>,
-): <T>(body: () => TransactionBody<T>) => Promise<T> {
+export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupCommit): GroupCommit {
   let queue: Pending[] = [];
 
   function flush(): void {

@@ -10,7 +10,10 @@ import { join } from "node:path";
 import type { RateLimitStore } from "@channelkit/core";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, describe, expect, it } from "vitest";
+import BetterSqlite3 from "better-sqlite3";
+import { groupCommit } from "./group-commit.js";
 import { postgres } from "./postgres.js";
+import { sqliteRateLimits } from "./rate-limits.js";
 import { sqlite } from "./sqlite.js";
 import type { KyselyStorage } from "./storage.js";
 
@@ -45,6 +48,47 @@ describe("rate limits on SQLite", () => {
     const a = sqlite(file);
     await a.migrate();
     return [a, sqlite(file)];
+  });
+});
+
+describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks.md, "Rate limits")', () => {
+  it("counts in the transaction of its turn of the event loop, and prepares the limiter's statements once", async () => {
+    const file = join(tmpdir(), `channelkit-limits-${randomUUID()}.db`);
+    const database = new BetterSqlite3(file);
+    try {
+      const storage = sqlite(file);
+      await storage.migrate();
+      await storage.close();
+      const prepared: string[] = [];
+      const prepare = database.prepare.bind(database);
+      database.prepare = ((sql: string) => {
+        prepared.push(sql);
+        return prepare(sql);
+      }) as typeof database.prepare;
+      const commits: number[] = [];
+      const transaction = groupCommit(
+        {
+          run: (sql) => {
+            if (sql === "COMMIT") commits.push(1);
+            database.prepare(sql).run();
+          },
+          inTransaction: () => database.inTransaction,
+          rows: () => [],
+        },
+        () => Promise.reject(new Error("not expected")),
+      );
+      const limits = sqliteRateLimits(database, transaction);
+      const answers = await Promise.all(Array.from({ length: 8 }, () => limits.consume("test", RULE, "one client")));
+      expect(answers.filter((answer) => answer.allowed)).toHaveLength(RULE.requests);
+      // Eight counts, one commit; the upsert prepared once.
+      expect(commits).toHaveLength(1);
+      const upserts = prepared.filter((sql) => sql.includes("INSERT INTO rate_limit_counters"));
+      expect(upserts).toHaveLength(1);
+      await limits.close?.();
+    } finally {
+      database.close();
+      await Promise.all(["", "-wal", "-shm"].map((suffix) => rm(file + suffix, { force: true })));
+    }
   });
 });
 

@@ -2,6 +2,7 @@ import { flexibleRateLimitStore, type FlexibleLimiterOptions, type RateLimitStor
 import type BetterSqlite3 from "better-sqlite3";
 import type pg from "pg";
 import flexible from "rate-limiter-flexible";
+import { bodyOf, type GroupCommit } from "./group-commit.js";
 
 /** The table of migration 0008, in rate-limiter-flexible's own layout. */
 const TABLE = "rate_limit_counters";
@@ -43,9 +44,42 @@ function sqlStore(make: (options: FlexibleLimiterOptions) => InstanceType<typeof
   );
 }
 
-/** Rate limits counted in the SQLite file, shared by the processes that open it. */
-export function sqliteRateLimits(database: BetterSqlite3.Database): RateLimitStore {
-  return sqlStore((options) => new flexible.RateLimiterSQLite({ ...common(options), storeClient: database, storeType: "better-sqlite3" }));
+/**
+ * Rate limits counted in the SQLite file, shared by the processes that open it. With
+ * `commit` (the storage's group commit), each count joins the transaction of the runs and
+ * counts of the same turn instead of committing on its own, and the limiter's statements
+ * are prepared once: rate-limiter-flexible prepares its upsert and commits it for every
+ * count, which was a sixth of a webhook message's time (docs/benchmarks.md, "Rate limits").
+ */
+export function sqliteRateLimits(database: BetterSqlite3.Database, commit?: GroupCommit): RateLimitStore {
+  const client = commit ? groupCommitted(database, commit) : database;
+  return sqlStore((options) => new flexible.RateLimiterSQLite({ ...common(options), storeClient: client, storeType: "better-sqlite3" }));
+}
+
+/**
+ * better-sqlite3 as rate-limiter-flexible uses it (`prepare(sql).get/run/all`,
+ * `transaction(fn)()`, `open`), its statements kept by SQL text and its transactions run by
+ * `commit`. The limiter awaits what its transaction returns, so a promise is fine there.
+ */
+function groupCommitted(database: BetterSqlite3.Database, commit: GroupCommit): BetterSqlite3.Database {
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const client = {
+    get open() {
+      return database.open;
+    },
+    prepare(sql: string) {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = database.prepare(sql);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+    transaction<T>(work: (...args: unknown[]) => T) {
+      return (...args: unknown[]) => commit(() => bodyOf(() => work(...args)));
+    },
+  };
+  return client as unknown as BetterSqlite3.Database;
 }
 
 /** Rate limits counted in Postgres, shared by every instance on the database. */

@@ -1,8 +1,8 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { betterSqlite3, betterSqlite3Path } from "./drivers.js";
-import { type Executor, kyselyExecutor, type TransactionBody } from "./executor.js";
-import { groupCommit } from "./group-commit.js";
+import { type Executor, kyselyExecutor } from "./executor.js";
+import { type GroupCommit, groupCommit } from "./group-commit.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
 import { walCheckpointer, type WalCheckpointer } from "./sqlite-checkpointer.js";
@@ -34,7 +34,8 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
     await checkpointer.close();
     await db.destroy();
   });
-  return new KyselyStorage(db, sqliteExecutor(database, kysely, checkpointer), () => sqliteFeed(database), sqliteRateLimits(database));
+  const executor = sqliteExecutor(database, kysely, checkpointer);
+  return new KyselyStorage(db, executor, () => sqliteFeed(database), sqliteRateLimits(database, executor.groupCommit));
 }
 
 /**
@@ -45,7 +46,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * column name on every row, which made the key lookup's one row costly (see
  * docs/benchmarks.md, "Why the code looks like this").
  */
-function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, checkpointer: WalCheckpointer): Executor {
+function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, checkpointer: WalCheckpointer): Executor & { groupCommit: GroupCommit } {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
@@ -69,7 +70,7 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, chec
   }
   const transaction = groupCommit(
     { run: (sql) => void statements.prepare(sql).run([]), inTransaction: () => database.inTransaction, rows, committed: checkpointer.committed },
-    kysely.transaction as <T>(body: () => TransactionBody<T>) => Promise<T>,
+    kysely.transaction as GroupCommit,
   );
   // While Kysely holds the connection in a transaction (a migration, or your own through
   // `storage.db`), a statement run directly would run inside it: such statements queue
@@ -78,6 +79,7 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, chec
     dataModifyingCtes: false,
     rows: (query) => (database.inTransaction ? kysely.rows(query) : rows(query)),
     transaction: (body) => (database.inTransaction ? kysely.transaction(body) : transaction(body)),
+    groupCommit: (body) => (database.inTransaction ? (kysely.transaction(body) as Promise<never>) : transaction(body)),
     close: kysely.close,
   };
 }

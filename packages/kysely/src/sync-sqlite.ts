@@ -1,7 +1,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
-import { type Executor, kyselyExecutor, type TransactionBody } from "./executor.js";
-import { groupCommit } from "./group-commit.js";
+import { type Executor, kyselyExecutor } from "./executor.js";
+import { bodyOf, type GroupCommit, groupCommit } from "./group-commit.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import type { Database } from "./schema.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -78,7 +78,7 @@ export function syncSqliteStorage(driver: SyncSqliteDriver, options: SyncSqliteO
   // `storage.db`), statements queue behind it through Kysely's driver, as in `sqlite()`.
   const transaction = groupCommit(
     { run: (sql) => void statements(sql).run([]), inTransaction: () => driver.inTransaction(), rows },
-    kysely.transaction as <T>(body: () => TransactionBody<T>) => Promise<T>,
+    kysely.transaction as GroupCommit,
   );
   const executor: Executor = {
     dataModifyingCtes: false,
@@ -86,22 +86,8 @@ export function syncSqliteStorage(driver: SyncSqliteDriver, options: SyncSqliteO
     transaction: (body) => (driver.inTransaction() ? kysely.transaction(body) : transaction(body)),
     close: kysely.close,
   };
-  const compatible = betterSqlite3Subset(driver, statements, () => open);
+  const compatible = betterSqlite3Subset(statements, () => open, executor.transaction as GroupCommit);
   return new KyselyStorage(db, executor, () => sqliteFeed(compatible), sqliteRateLimits(compatible));
-}
-
-/** Runs `work` in one transaction on `driver`: committed when it returns, rolled back when it throws. */
-function inTransaction<T>(driver: SyncSqliteDriver, work: () => T): T {
-  driver.exec("BEGIN");
-  let result: T;
-  try {
-    result = work();
-  } catch (error) {
-    if (driver.inTransaction()) driver.exec("ROLLBACK");
-    throw error;
-  }
-  driver.exec("COMMIT");
-  return result;
 }
 
 /**
@@ -146,7 +132,7 @@ function enableWal(driver: SyncSqliteDriver, timeoutMs: number): void {
  * limiter use (`prepare(sql).all/get/run(...parameters)`, `transaction(fn)`, `open`), on the
  * driver: both then run unchanged on it.
  */
-function betterSqlite3Subset(driver: SyncSqliteDriver, statements: (sql: string) => SyncSqliteStatement, open: () => boolean): BetterSqlite3.Database {
+function betterSqlite3Subset(statements: (sql: string) => SyncSqliteStatement, open: () => boolean, commit: GroupCommit): BetterSqlite3.Database {
   const subset = {
     get open() {
       return open();
@@ -159,8 +145,9 @@ function betterSqlite3Subset(driver: SyncSqliteDriver, statements: (sql: string)
         run: (...parameters: unknown[]) => statement.run(parameters),
       };
     },
+    // A count joins the storage's group commit (see `sqliteRateLimits`); the limiter awaits it.
     transaction<T>(work: (...args: unknown[]) => T) {
-      return (...args: unknown[]) => (driver.inTransaction() ? work(...args) : inTransaction(driver, () => work(...args)));
+      return (...args: unknown[]) => commit(() => bodyOf(() => work(...args)));
     },
   };
   return subset as unknown as BetterSqlite3.Database;
