@@ -67,6 +67,8 @@ describe("groupCommit", () => {
     expect(results).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     expect(log.filter((sql) => sql === "COMMIT")).toHaveLength(1);
     expect(log[0]).toBe("BEGIN IMMEDIATE");
+    // No savepoint per body (docs/benchmarks.md, "Group commit"): a failure runs the batch again instead.
+    expect(log.some((sql) => sql.startsWith("SAVEPOINT"))).toBe(false);
     expect(names(database)).toHaveLength(10);
   });
 
@@ -79,11 +81,26 @@ describe("groupCommit", () => {
     };
     const settled = await Promise.allSettled([transaction(() => inserting(1, "a")), transaction(failing), transaction(() => inserting(3, "c"))]);
     expect(settled.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    // The others ran again without it: the third saw two rows, not three.
+    expect(settled.map((result) => (result.status === "fulfilled" ? result.value : "failed"))).toEqual([1, "failed", 2]);
     expect(names(database)).toEqual(["a", "c"]);
     // A body alone in its batch is rolled back too.
     await expect(transaction(failing)).rejects.toThrow("could not be stored");
     expect(names(database)).toEqual(["a", "c"]);
     expect(database.inTransaction).toBe(false);
+  });
+
+  it("runs the others again when a body's error ends the transaction itself (SQLite rolls back on some I/O errors)", async () => {
+    const { database } = connect();
+    const transaction = groupCommit(connection(database, []), noElsewhere);
+    const ending = function* (): TransactionBody<never> {
+      yield* rowsOf(insert(2, "lost"));
+      yield* rowsOf(CompiledQuery.raw("ROLLBACK", []));
+      throw Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" });
+    };
+    const settled = await Promise.allSettled([transaction(() => inserting(1, "a")), transaction(ending), transaction(() => inserting(3, "c"))]);
+    expect(settled.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(names(database)).toEqual(["a", "c"]);
   });
 
   it("settles nothing before the commit, and another connection (another process) sees a body's rows once its promise settles", async () => {

@@ -37,25 +37,29 @@ export type GroupCommit = <T>(body: () => TransactionBody<T>) => Promise<T>;
 
 /**
  * Group commit: the transactions asked for during one turn of the event loop run together,
- * synchronously, in one SQLite transaction, each in a savepoint of its own, and are
- * committed once. A WAL commit (its page writes and the wal-index) was the largest single
- * cost of a run on SQLite (docs/benchmarks.md, "Group commit"); pages shared by the batch's
- * runs (an index's leaf, the table's last page) are written once per batch instead of once
- * per run.
+ * synchronously, in one SQLite transaction, and are committed once. A WAL commit (its page
+ * writes and the wal-index) was the largest single cost of a run on SQLite
+ * (docs/benchmarks.md, "Group commit"); pages shared by the batch's runs (an index's last
+ * leaf, the table's last page) are written once per batch instead of once per run.
  *
  * What it keeps: each body runs whole, with no other statement in between, and sees the
- * writes of the bodies before it, as if they had committed one after the other; a body that
- * throws is rolled back to its savepoint and rejects alone; nobody learns a body's outcome
- * before its commit (the promise settles after `COMMIT`), and the batch runs in one task, so
- * no lock is held across turns of the event loop and no reader of this process sees
- * uncommitted rows. The cost: a transaction waits for the end of the current turn (the
- * check phase), a few microseconds when the process is idle.
+ * writes of the bodies before it, as if they had committed one after the other. Nobody
+ * learns a body's outcome before its commit (the promise settles after `COMMIT`), and the
+ * batch runs in one task, so no lock is held across turns of the event loop and no reader
+ * of this process sees uncommitted rows. The cost: a transaction waits for the end of the
+ * current turn (the check phase), a few microseconds when the process is idle.
+ *
+ * A body that throws is rejected alone: the batch is rolled back and its other bodies run
+ * again, at once, in a new transaction (a body is a function of its input and of what it
+ * reads, so running it again after a rollback is running it once). That costs a failure a
+ * second run of its batch, and spares every body two statements (`SAVEPOINT`, `RELEASE`),
+ * about a twentieth of a run's time. When an error ends the transaction itself (SQLite rolls
+ * back on some I/O errors and `SQLITE_FULL`), the same happens.
  *
  * `BEGIN IMMEDIATE` takes the write lock before the first body (waiting up to the busy
  * timeout once for the whole batch), so that a body never meets another process's lock
- * half-way. When the commit fails, or an error ends the transaction itself (SQLite rolls
- * back on some I/O errors and `SQLITE_FULL`), every body of the batch run so far is
- * rejected with that error: none of them was stored.
+ * half-way; when it cannot be had, or the commit fails, every body of the batch is rejected
+ * with that error: none of them was stored.
  */
 export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupCommit): GroupCommit {
   let queue: Pending[] = [];
@@ -69,56 +73,37 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
       for (const pending of batch) elsewhere(pending.body).then(pending.resolve, pending.reject);
       return;
     }
-    const settled: Pending[] = [];
-    const results: unknown[] = [];
+    commit(batch);
+  }
+
+  function commit(batch: Pending[]): void {
     try {
       connection.run("BEGIN IMMEDIATE");
     } catch (error) {
       for (const pending of batch) pending.reject(error);
       return;
     }
-    const alone = batch.length === 1;
-    for (const pending of batch) {
-      if (!alone) connection.run("SAVEPOINT channelkit_run");
+    const results: unknown[] = new Array(batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      const pending = batch[i] as Pending;
       try {
-        results.push(runBodySync(pending.body(), connection.rows));
-        settled.push(pending);
-        if (!alone) connection.run("RELEASE channelkit_run");
+        results[i] = runBodySync(pending.body(), connection.rows);
       } catch (error) {
-        if (!connection.inTransaction()) {
-          // SQLite ended the transaction itself: the bodies run before this one are lost too.
-          for (const lost of settled) lost.reject(error);
-          pending.reject(error);
-          const rest = batch.slice(batch.indexOf(pending) + 1);
-          if (rest.length > 0) requeue(rest);
-          return;
-        }
-        if (alone) connection.run("ROLLBACK");
-        else {
-          connection.run("ROLLBACK TO channelkit_run");
-          connection.run("RELEASE channelkit_run");
-        }
+        if (connection.inTransaction()) connection.run("ROLLBACK");
         pending.reject(error);
+        if (batch.length > 1) commit(batch.filter((other) => other !== pending));
+        return;
       }
-    }
-    if (!connection.inTransaction()) {
-      // Only an `alone` body that threw got here, rolled back above.
-      return;
     }
     try {
       connection.run("COMMIT");
     } catch (error) {
       if (connection.inTransaction()) connection.run("ROLLBACK");
-      for (const pending of settled) pending.reject(error);
+      for (const pending of batch) pending.reject(error);
       return;
     }
     connection.committed?.();
-    for (let i = 0; i < settled.length; i++) (settled[i] as Pending).resolve(results[i]);
-  }
-
-  function requeue(rest: Pending[]): void {
-    if (queue.length === 0) afterIo(flush);
-    queue = rest.concat(queue);
+    for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(results[i]);
   }
 
   return <T>(body: () => TransactionBody<T>) =>
