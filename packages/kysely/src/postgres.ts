@@ -81,8 +81,23 @@ export function postgres(urlOrPool: string | pg.Pool, options: PostgresOptions =
       if (owned) await db.destroy();
     }),
     (exec) => postgresFeed(clientConfig, async (payload) => exec.rows(sql`select pg_notify(${FEED_CHANNEL}, ${payload})`.compile(db))),
-    postgresRateLimits(pool),
+    postgresRateLimits(owned ? countersPool(clientConfig) : pool, owned),
   );
+}
+
+/**
+ * The rate limits' own small pool, whose sessions commit asynchronously
+ * (`synchronous_commit = off`): every request of one client updates the same counter row, and
+ * with each count waiting for its WAL flush (about a millisecond here) while it holds that
+ * row, counts were served one at a time, which capped a webhook channel at about 450 requests
+ * a second (docs/benchmarks.md, "Rate limits"). A count is visible to every instance at its
+ * commit as before; a crash of the server may forget the counts of its last few hundred
+ * milliseconds, never a conversation's data, which stays on the storage's own pool.
+ */
+export function countersPool(config: pg.ClientConfig): pg.Pool {
+  const pool = new (pgDriver().Pool)({ ...config, max: 4, application_name: "channelkit rate limits", options: "-c synchronous_commit=off" });
+  pool.on("error", () => undefined);
+  return pool;
 }
 
 /**

@@ -12,7 +12,8 @@ import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import BetterSqlite3 from "better-sqlite3";
 import { groupCommit } from "./group-commit.js";
-import { postgres } from "./postgres.js";
+import pg from "pg";
+import { countersPool, postgres } from "./postgres.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import { sqlite } from "./sqlite.js";
 import type { KyselyStorage } from "./storage.js";
@@ -101,6 +102,34 @@ describeWithPostgres("rate limits on Postgres", (serverUrl) => {
     const a = postgres(database.url);
     await a.migrate();
     return [a, postgres(database.url)];
+  });
+
+  it('counts on sessions of their own that commit asynchronously, ended with the storage (docs/benchmarks.md, "Rate limits")', async () => {
+    const database = await createTestDatabase(serverUrl);
+    drops.push(() => database.drop());
+    const counters = countersPool({ connectionString: database.url });
+    try {
+      expect((await counters.query("show synchronous_commit")).rows[0]).toEqual({ synchronous_commit: "off" });
+    } finally {
+      await counters.end();
+    }
+    const storage = postgres(database.url);
+    await storage.migrate();
+    expect(await allowedOf([storage.rateLimits as RateLimitStore], 8, `k-${randomUUID()}`)).toBe(RULE.requests);
+    const named = async () => {
+      const admin = new pg.Client({ connectionString: database.url });
+      await admin.connect();
+      try {
+        const { rows } = await admin.query("select count(*)::int as n from pg_stat_activity where application_name = 'channelkit rate limits'");
+        return rows[0].n as number;
+      } finally {
+        await admin.end();
+      }
+    };
+    expect(await named()).toBeGreaterThan(0);
+    await storage.close();
+    await storage.close();
+    expect(await named()).toBe(0);
   });
 
   it("while the database cannot be reached, each process counts in its memory instead of failing the request", async () => {

@@ -28,7 +28,10 @@ function common(options: FlexibleLimiterOptions) {
  * A {@link RateLimitStore} in a table of the database, so that every instance sharing it
  * counts together. Expired counts are deleted every five minutes.
  */
-function sqlStore(make: (options: FlexibleLimiterOptions) => InstanceType<typeof flexible.RateLimiterStoreAbstract>): RateLimitStore {
+function sqlStore(
+  make: (options: FlexibleLimiterOptions) => InstanceType<typeof flexible.RateLimiterStoreAbstract>,
+  release?: () => Promise<void>,
+): RateLimitStore {
   let sweeper: InstanceType<typeof flexible.RateLimiterStoreAbstract> | undefined;
   const timer = setInterval(() => {
     void (sweeper as unknown as { clearExpired(before: number): Promise<unknown> } | undefined)?.clearExpired(Date.now() - 3_600_000)?.catch?.(() => undefined);
@@ -40,7 +43,10 @@ function sqlStore(make: (options: FlexibleLimiterOptions) => InstanceType<typeof
       sweeper ??= limiter;
       return limiter;
     },
-    () => clearInterval(timer),
+    async () => {
+      clearInterval(timer);
+      await release?.();
+    },
   );
 }
 
@@ -82,7 +88,19 @@ function groupCommitted(database: BetterSqlite3.Database, commit: GroupCommit): 
   return client as unknown as BetterSqlite3.Database;
 }
 
-/** Rate limits counted in Postgres, shared by every instance on the database. */
-export function postgresRateLimits(pool: pg.Pool): RateLimitStore {
-  return sqlStore((options) => new flexible.RateLimiterPostgres({ ...common(options), storeClient: pool, storeType: "pool" }));
+/** `work` the first time, the same promise after. */
+function once(work: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => {
+    done ??= work();
+    return done;
+  };
+}
+
+/** Rate limits counted in Postgres, shared by every instance on the database; `owned`: the pool is ended with the store. */
+export function postgresRateLimits(pool: pg.Pool, owned = false): RateLimitStore {
+  return sqlStore(
+    (options) => new flexible.RateLimiterPostgres({ ...common(options), storeClient: pool, storeType: "pool" }),
+    owned ? once(() => pool.end()) : undefined,
+  );
 }
