@@ -25,11 +25,6 @@ export function betterSqlite3(): typeof BetterSqlite3 {
   return sqliteDriver;
 }
 
-/** Where better-sqlite3 was loaded from, for a worker thread to load the same. */
-export function betterSqlite3Path(): string {
-  return requireHere().resolve("better-sqlite3");
-}
-
 /** pg, which `postgres()` needs. */
 export function pgDriver(): typeof pg {
   postgresDriver ??= loadDriver<typeof pg>("pg", "postgres()");

@@ -9,8 +9,6 @@ export interface GroupCommitConnection {
   inTransaction(): boolean;
   /** The rows of one statement of a transaction body. */
   rows(query: CompiledQuery): unknown[];
-  /** Called after each commit. */
-  committed?(): void;
 }
 
 interface Pending {
@@ -102,7 +100,6 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
       for (const pending of batch) pending.reject(error);
       return;
     }
-    connection.committed?.();
     for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(results[i]);
   }
 

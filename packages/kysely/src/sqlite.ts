@@ -1,11 +1,10 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
-import { betterSqlite3, betterSqlite3Path } from "./drivers.js";
+import { betterSqlite3 } from "./drivers.js";
 import { type Executor, kyselyExecutor } from "./executor.js";
 import { type GroupCommit, groupCommit } from "./group-commit.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
-import { walCheckpointer, type WalCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFeed } from "./sqlite-feed.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import { KyselyStorage } from "./storage.js";
@@ -29,12 +28,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  const checkpointer = walCheckpointer(database.memory ? "" : database.name, betterSqlite3Path());
-  const kysely = kyselyExecutor(db, async () => {
-    await checkpointer.close();
-    await db.destroy();
-  });
-  const executor = sqliteExecutor(database, kysely, checkpointer);
+  const executor = sqliteExecutor(database, kyselyExecutor(db));
   return new KyselyStorage(db, executor, () => sqliteFeed(database), sqliteRateLimits(database, executor.groupCommit));
 }
 
@@ -46,7 +40,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * column name on every row, which made the key lookup's one row costly (see
  * docs/benchmarks.md, "Why the code looks like this").
  */
-function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, checkpointer: WalCheckpointer): Executor & { groupCommit: GroupCommit } {
+function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Executor & { groupCommit: GroupCommit } {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
@@ -69,7 +63,7 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, chec
     return rows as Row[];
   }
   const transaction = groupCommit(
-    { run: (sql) => void statements.prepare(sql).run([]), inTransaction: () => database.inTransaction, rows, committed: checkpointer.committed },
+    { run: (sql) => void statements.prepare(sql).run([]), inTransaction: () => database.inTransaction, rows },
     kysely.transaction as GroupCommit,
   );
   // While Kysely holds the connection in a transaction (a migration, or your own through
