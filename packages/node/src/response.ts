@@ -20,7 +20,8 @@ export async function writeReply(res: ServerResponse, reply: Reply): Promise<voi
     return;
   }
   res.writeHead(reply.status, reply.statusText, reply.headers);
-  await writeStream(res, body);
+  // Returned rather than awaited, as in handleNodeRequest: see writeStream.
+  return writeStream(res, body);
 }
 
 /** Writes a Web Response to a Node response as it is produced, with back-pressure. */
@@ -28,12 +29,18 @@ export function writeWebResponse(res: ServerResponse, response: Response): Promi
   return writeReply(res, fromResponse(response));
 }
 
+/**
+ * Writes a stream to its end; never rejects (a failure cuts the connection). The one
+ * function suspended while a stream waits for its next chunk: its callers return its promise
+ * rather than await it, and `close` is listened to with `on`, not `once` and its wrapper
+ * (docs/benchmarks.md, "Memory per open stream").
+ */
 async function writeStream(res: ServerResponse, stream: ReplyStream): Promise<void> {
   let ended = false;
   const cancel = () => {
     if (!ended) stream.cancel();
   };
-  res.once("close", cancel);
+  res.on("close", cancel);
   try {
     let next = stream.pull();
     // The status line goes out at once when no chunk is ready, so that the client sees it

@@ -9,7 +9,11 @@ export class RunAbort {
   #aborted = false;
   #reason: unknown = undefined;
   #controller: AbortController | undefined;
-  readonly #listeners = new Set<(reason: unknown) => void>();
+  /**
+   * An array, made with the first listener: most aborts have one or none, and a Set costs
+   * 150 bytes from the start (docs/benchmarks.md, "Memory per open stream").
+   */
+  #listeners: ((reason: unknown) => void)[] | undefined;
 
   /** Whether the run was told to stop. */
   get aborted(): boolean {
@@ -27,8 +31,9 @@ export class RunAbort {
     this.#aborted = true;
     this.#reason = reason ?? new DOMException("The run was aborted.", "AbortError");
     this.#controller?.abort(this.#reason);
-    for (const listener of [...this.#listeners]) listener(this.#reason);
-    this.#listeners.clear();
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    for (const listener of listeners ?? []) listener(this.#reason);
   }
 
   /** Calls `listener` once when aborted (at once if it already is); returns what removes it. */
@@ -37,8 +42,12 @@ export class RunAbort {
       listener(this.#reason);
       return () => undefined;
     }
-    this.#listeners.add(listener);
-    return () => void this.#listeners.delete(listener);
+    if (this.#listeners) this.#listeners.push(listener);
+    else this.#listeners = [listener];
+    return () => {
+      const index = this.#listeners?.indexOf(listener) ?? -1;
+      if (index >= 0) this.#listeners?.splice(index, 1);
+    };
   }
 
   /** An `AbortSignal` that follows this abort, made on first use. */

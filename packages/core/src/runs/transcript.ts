@@ -2,6 +2,7 @@ import type { TokenEstimator } from "../conversations/tokens.js";
 import type { FlowEvent } from "../flows/events.js";
 import type { ConversationMode, MessageRole, NewMessage, RunStatus, ToolCall } from "../storage/types.js";
 import type { ReplyOptions, RunOutcome } from "./outcome.js";
+import { newUuid } from "./run-id.js";
 import { isoNow } from "./timestamp.js";
 
 /** A part of the live reply, in the UI message stream's own shapes. */
@@ -98,7 +99,7 @@ export class Transcript {
     switch (event.type) {
       case "step": {
         const parts = this.#closeText();
-        this.#stepId = crypto.randomUUID();
+        this.#stepId = newUuid();
         this.#nodeType = event.nodeType;
         this.executionOrder.push(event.name);
         return parts;
@@ -201,7 +202,7 @@ export class Transcript {
     let open = this.#open;
     let start: TextPart | null = null;
     if (!open) {
-      open = this.#open = { id: crypto.randomUUID(), content: "" };
+      open = this.#open = { id: newUuid(), content: "" };
       if (live) start = { type: "text-start", id: open.id };
     }
     open.content += delta;
@@ -213,7 +214,7 @@ export class Transcript {
   /** A whole text as one message: start, its content as one delta, end. */
   #wholeText(content: string): readonly TextPart[] {
     const before = this.#closeText();
-    const id = crypto.randomUUID();
+    const id = newUuid();
     this.#open = { id, content };
     const after = this.#closeText();
     if (!this.#options.live) return NO_PARTS;

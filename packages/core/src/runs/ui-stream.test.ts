@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { readSse, readWithAiSdk } from "../../../testkit/src/sse.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { demoFlows } from "../flows/demo.js";
@@ -5,6 +7,8 @@ import { liveChatInbox } from "../livechat/inbox/plugin.js";
 import type { LiveChatProvider } from "../livechat/provider.js";
 import { type ChannelService, createChannelService } from "../service.js";
 import { memoryStorage } from "../storage/memory.js";
+import type { StartedRun } from "./start.js";
+import { uiMessageStream } from "./ui-stream.js";
 
 const quiet = { warn() {}, error() {} };
 
@@ -102,5 +106,39 @@ describe("the finish event carries the run's outcome (messageMetadata)", () => {
     expect((await call(`/public/v1/api/conversations/${conversation}/cancel`, { method: "POST" })).status).toBe(200);
     const message = await readWithAiSdk(follower);
     expect(message.metadata).toEqual({ status: "cancelled", livechat_mode: null });
+  });
+});
+
+describe("memory per open stream (docs/benchmarks.md)", () => {
+  it("a stream waiting for its run's next step keeps no async frame and no dictionary", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const count = 5000;
+    // Runs whose next step never comes, made before the measurement.
+    const never = new Promise<never>(() => undefined);
+    const runs: StartedRun[] = Array.from({ length: count }, (_, i) => ({
+      runId: `run-${i}`,
+      conversationId: `conversation-${i}`,
+      steps: { next: () => never },
+      cancel: () => undefined,
+      endStream: () => undefined,
+    }));
+    // What the adapter keeps while it waits: the promise of the next frame, and through it the stream.
+    const waiting: unknown[] = new Array(count);
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < count; i++) {
+      const stream = uiMessageStream(runs[i] as StartedRun, quiet);
+      expect(typeof stream.pull()).toBe("string");
+      waiting[i] = stream.pull();
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    gc();
+    const perStream = (process.memoryUsage().heapUsed - before) / count;
+    // About 320 bytes; an object literal with a getter (a dictionary) waiting in an async function, 580.
+    expect(perStream).toBeLessThan(400);
+    expect(waiting.length).toBe(count);
   });
 });

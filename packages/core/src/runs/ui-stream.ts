@@ -1,3 +1,4 @@
+import type { Logger } from "../context.js";
 import type { ReplyStream } from "../http/reply.js";
 import type { ConversationMode, RunStatus } from "../storage/types.js";
 import type { RunOutcome } from "./outcome.js";
@@ -62,49 +63,74 @@ function closingEvent(outcome: RunOutcome): UIStreamEvent {
 /**
  * Streams a run as SSE. The stream is pulled: the flow advances only as fast as the client
  * reads, which is the back-pressure. Cancelling the stream (client gone) aborts the run,
- * and the driver is then drained so the `cancelled` run is still stored.
+ * and the driver is then drained so the `cancelled` run is still stored. A failure to store
+ * the run is logged, and the stream ends with an `error` event.
  */
-export function uiMessageStream(started: StartedRun, onStorageError: (error: unknown) => void): ReplyStream & { readonly finished: boolean } {
-  const run = started.steps;
-  let opened = false;
-  let finished = false;
-  async function next(): Promise<string | null> {
-    let step: IteratorResult<TextPart, RunOutcome>;
-    try {
-      step = await run.next();
-    } catch (error) {
-      onStorageError(error);
-      if (finished) return null;
-      finished = true;
-      return sseFrame({ type: "error", errorText: "An unexpected error occurred in the service." });
-    }
-    if (finished) return null;
-    if (step.done) {
-      finished = true;
-      return sseFrame(closingEvent(step.value));
-    }
-    return sseFrame(step.value);
+export function uiMessageStream(started: StartedRun, logger: Pick<Logger, "error">): ReplyStream & { readonly finished: boolean } {
+  return new UiMessageStream(started, logger);
+}
+
+/**
+ * The stream of {@link uiMessageStream}. A class rather than an object literal, whose getter
+ * would make V8 keep it as a dictionary, and a step waited for with one `then` rather than
+ * an async function suspended in it: each is a few hundred bytes for as long as a stream is
+ * open (docs/benchmarks.md, "Memory per open stream").
+ */
+class UiMessageStream implements ReplyStream {
+  readonly #started: StartedRun;
+  readonly #logger: Pick<Logger, "error">;
+  #opened = false;
+  #finished = false;
+
+  constructor(started: StartedRun, logger: Pick<Logger, "error">) {
+    this.#started = started;
+    this.#logger = logger;
   }
-  return {
-    /** Whether the last frame pulled was the stream's last event. */
-    get finished() {
-      return finished;
-    },
-    pull() {
-      if (!opened) {
-        // The run has its place in the conversation: its first event leaves with the status line.
-        opened = true;
-        return dataRunFrame(started.runId, started.conversationId);
-      }
-      return finished ? null : next();
-    },
-    cancel() {
-      if (finished) return;
-      finished = true;
-      started.cancel();
-      void drain(run).catch(onStorageError);
-    },
-  };
+
+  /** Whether the last frame pulled was the stream's last event. */
+  get finished(): boolean {
+    return this.#finished;
+  }
+
+  pull(): string | null | Promise<string | null> {
+    if (!this.#opened) {
+      // The run has its place in the conversation: its first event leaves with the status line.
+      this.#opened = true;
+      return dataRunFrame(this.#started.runId, this.#started.conversationId);
+    }
+    if (this.#finished) return null;
+    return this.#started.steps.next().then(
+      (step) => this.#frame(step),
+      (error: unknown) => this.#failed(error),
+    );
+  }
+
+  cancel(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#started.cancel();
+    void drain(this.#started.steps).catch((error: unknown) => this.#storageError(error));
+  }
+
+  /** The frame of the run's next step. */
+  #frame(step: IteratorResult<TextPart, RunOutcome>): string | null {
+    if (this.#finished) return null;
+    if (!step.done) return sseFrame(step.value);
+    this.#finished = true;
+    return sseFrame(closingEvent(step.value));
+  }
+
+  /** The run could not be stored: the stream ends with an `error` event. */
+  #failed(error: unknown): string | null {
+    this.#storageError(error);
+    if (this.#finished) return null;
+    this.#finished = true;
+    return sseFrame({ type: "error", errorText: "An unexpected error occurred in the service." });
+  }
+
+  #storageError(error: unknown): void {
+    this.#logger.error(`channelkit: run ${this.#started.runId} could not be stored`, error);
+  }
 }
 
 async function drain(run: RunSteps): Promise<void> {

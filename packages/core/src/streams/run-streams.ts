@@ -127,7 +127,7 @@ export class RunStreams {
     this.#flushes.add(recording);
     started.endStream(recording);
     this.#recording.set(started.runId, recording);
-    const pumped = recording.pump(uiMessageStream(started, (error) => this.#logger.error(`channelkit: run ${started.runId} could not be stored`, error)));
+    const pumped = recording.pump(uiMessageStream(started, this.#logger));
     this.#pumps.add(pumped);
     void pumped.finally(() => {
       this.#pumps.delete(pumped);

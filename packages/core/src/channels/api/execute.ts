@@ -77,7 +77,6 @@ async function run(
     return kept ? kept.whole(outcome, reply, !channel.resumableStreams) : reply;
   }
   if (kept) started = kept.stream(started, true);
-  const runId = started.runId;
-  const stream = uiMessageStream(started, (error) => ctx.logger.error(`channelkit: run ${runId} could not be stored`, error));
+  const stream = uiMessageStream(started, ctx.logger);
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: kept ? kept.watch(stream) : stream };
 }

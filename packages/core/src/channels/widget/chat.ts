@@ -22,7 +22,7 @@ export async function chat(request: IncomingRequest, ctx: ServiceContext): Promi
   const turn = await chatTurn(parseJson(raw), channel, ctx);
   const run = await start(request, channel, turn, ctx);
   if (ctx.streams.records(channel)) return ctx.streams.record(run);
-  const stream = uiMessageStream(run, (error) => ctx.logger.error(`channelkit: run ${run.runId} could not be stored`, error));
+  const stream = uiMessageStream(run, ctx.logger);
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
 }
 
