@@ -14,7 +14,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { groupCommit } from "./group-commit.js";
 import pg from "pg";
 import { countersPool, postgres } from "./postgres.js";
-import { sqliteRateLimits } from "./rate-limits.js";
+import { postgresRateLimits, sqliteRateLimits } from "./rate-limits.js";
 import { sqlite } from "./sqlite.js";
 import type { KyselyStorage } from "./storage.js";
 
@@ -120,7 +120,9 @@ describeWithPostgres("rate limits on Postgres", (serverUrl) => {
       const admin = new pg.Client({ connectionString: database.url });
       await admin.connect();
       try {
-        const { rows } = await admin.query("select count(*)::int as n from pg_stat_activity where application_name = 'channelkit rate limits'");
+        const { rows } = await admin.query(
+          "select count(*)::int as n from pg_stat_activity where application_name = 'channelkit rate limits' and datname = current_database()",
+        );
         return rows[0].n as number;
       } finally {
         await admin.end();
@@ -129,7 +131,35 @@ describeWithPostgres("rate limits on Postgres", (serverUrl) => {
     expect(await named()).toBeGreaterThan(0);
     await storage.close();
     await storage.close();
+    // The server lets a session go a moment after its client said goodbye.
+    for (let waited = 0; (await named()) > 0 && waited < 2000; waited += 50) await new Promise((done) => setTimeout(done, 50));
     expect(await named()).toBe(0);
+  });
+
+  it('counts the requests of one turn of the event loop in one statement, each in its place (docs/benchmarks.md, "Rate limits")', async () => {
+    const database = await createTestDatabase(serverUrl);
+    drops.push(() => database.drop());
+    const storage = postgres(database.url);
+    await storage.migrate();
+    await storage.close();
+    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    const sent: string[] = [];
+    const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>;
+    (pool as unknown as { query: typeof query }).query = (...args: unknown[]) => {
+      sent.push(String(args[0]));
+      return query(...args);
+    };
+    const limits = postgresRateLimits(pool, true);
+    const [a, b] = [`a-${randomUUID()}`, `b-${randomUUID()}`];
+    const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => limits.consume("test", RULE, i % 2 === 0 ? a : b)));
+    expect(sent.filter((text) => text.includes("rate_limit_counters"))).toHaveLength(1);
+    // Two keys, eight counts each: the first five of each allowed, in order, the rest refused.
+    expect(answers.filter((_, i) => i % 2 === 0).map((answer) => answer.allowed)).toEqual([true, true, true, true, true, false, false, false]);
+    expect(answers.filter((_, i) => i % 2 === 0).map((answer) => answer.remaining)).toEqual([4, 3, 2, 1, 0, 0, 0, 0]);
+    // A key over its limit is refused from memory, with no statement, until its window ends.
+    expect((await limits.consume("test", RULE, a)).allowed).toBe(false);
+    expect(sent.filter((text) => text.includes("rate_limit_counters"))).toHaveLength(1);
+    await limits.close?.();
   });
 
   it("while the database cannot be reached, each process counts in its memory instead of failing the request", async () => {

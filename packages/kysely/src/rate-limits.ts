@@ -3,6 +3,7 @@ import type BetterSqlite3 from "better-sqlite3";
 import type pg from "pg";
 import flexible from "rate-limiter-flexible";
 import { bodyOf, type GroupCommit } from "./group-commit.js";
+import { postgresCounts } from "./postgres-counts.js";
 
 /** The table of migration 0008, in rate-limiter-flexible's own layout. */
 const TABLE = "rate_limit_counters";
@@ -97,10 +98,11 @@ function once(work: () => Promise<void>): () => Promise<void> {
   };
 }
 
-/** Rate limits counted in Postgres, shared by every instance on the database; `owned`: the pool is ended with the store. */
+/**
+ * Rate limits counted in Postgres, shared by every instance on the database, the counts of
+ * one turn of the event loop in one statement ({@link postgresCounts}); `owned`: the pool is
+ * ended with the store.
+ */
 export function postgresRateLimits(pool: pg.Pool, owned = false): RateLimitStore {
-  return sqlStore(
-    (options) => new flexible.RateLimiterPostgres({ ...common(options), storeClient: pool, storeType: "pool" }),
-    owned ? once(() => pool.end()) : undefined,
-  );
+  return postgresCounts(pool, owned ? once(() => pool.end()) : undefined);
 }
