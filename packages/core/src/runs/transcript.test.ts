@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { estimateTokens } from "../conversations/tokens.js";
 import { expectResponse, handover, message, pause, setState, setVariables, sources, step, suggestions, text } from "../flows/events.js";
@@ -345,5 +347,31 @@ describe("Transcript: outcome", () => {
     expect(t.end().map((part) => part.type)).toEqual(["text-end"]);
     expect(t.produced.map((m) => [m.role, m.content, m.nodeType])).toEqual([["assistant", "partial answer", "llm"]]);
     expect(t.outcome(RUN_ID, "c", { ...END, status: "cancelled", result: null }).produced).toHaveLength(1);
+  });
+});
+
+describe("Transcript: memory per open stream (docs/benchmarks.md)", () => {
+  it("a run writing its reply keeps flat ids and no map of reply options it has none of", () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const count = 5000;
+    const kept: Transcript[] = new Array(count);
+    const delta = text("word ");
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < count; i++) {
+      const t = transcript();
+      t.apply(step("slow", "slow"));
+      t.apply(delta);
+      kept[i] = t;
+    }
+    gc();
+    gc();
+    const perRun = (process.memoryUsage().heapUsed - before) / count;
+    // About 650 bytes: 180 more with an empty Map of reply options, 900 more again with the
+    // step and text ids as randomUUID() builds them.
+    expect(perRun).toBeLessThan(740);
+    expect(kept.length).toBe(count);
   });
 });

@@ -71,8 +71,12 @@ export class Transcript {
   readonly executionOrder: string[] = [];
   /** The flow's new state, when it set one (`value` may be `undefined`, which clears it). */
   flowState: { value: unknown } | null = null;
-  /** Presentation of assistant replies, by index in {@link produced}. */
-  readonly replyOptions = new Map<number, ReplyOptions>();
+  /**
+   * Presentation of assistant replies, by index in {@link produced}: made with the first, as
+   * most runs have none and an empty Map is 180 bytes for the run's life (docs/benchmarks.md,
+   * "Memory per open stream").
+   */
+  #optionsByReply: Map<number, ReplyOptions> | null = null;
   /** Variables the flow set, merged. */
   readonly variables: Record<string, unknown> = {};
   /** Reply options given before any reply: they go to the next one. */
@@ -148,7 +152,8 @@ export class Transcript {
     if (event.expectedResponseType !== undefined) options.expectedResponseType = event.expectedResponseType;
     const last = this.produced.length - 1;
     if (this.#open === null && last >= 0 && (this.produced[last] as NewMessage).role === "assistant") {
-      this.replyOptions.set(last, { ...this.replyOptions.get(last), ...options });
+      this.#optionsByReply ??= new Map();
+      this.#optionsByReply.set(last, { ...this.#optionsByReply.get(last), ...options });
     } else {
       this.#pendingOptions = { ...this.#pendingOptions, ...options };
     }
@@ -191,7 +196,7 @@ export class Transcript {
       completedAt: end.completedAt,
       durationMs: end.durationMs,
       livechatMode: status === "pending" ? this.#livechatMode : null,
-      replyOptions: this.replyOptions,
+      replyOptions: this.#optionsByReply ?? new Map(),
       variables: this.variables,
     };
   }
@@ -244,7 +249,8 @@ export class Transcript {
     if (open.toolCalls) message.toolCalls = open.toolCalls;
     this.produced.push(message);
     if (this.#pendingOptions) {
-      this.replyOptions.set(this.produced.length - 1, this.#pendingOptions);
+      this.#optionsByReply ??= new Map();
+      this.#optionsByReply.set(this.produced.length - 1, this.#pendingOptions);
       this.#pendingOptions = null;
     }
     return this.#options.live ? [{ type: "text-end", id: open.id }] : NO_PARTS;
