@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { assertChannelService, type IncomingRequest, type Reply } from "@channelkit/core/adapter";
+import { assertChannelService, fromResponse, type IncomingRequest, type Reply } from "@channelkit/core/adapter";
 import { ClientLink } from "./client.js";
 import { NodeIncomingRequest, toWebRequest, type WebRequestOverrides } from "./request.js";
-import { writeReply, writeWebResponse } from "./response.js";
+import { sendReply } from "./response.js";
 
 /**
  * Anything with a Web `handler`, such as a channel service. A channel service also has
@@ -37,17 +37,19 @@ const RUNTIME_ERROR = JSON.stringify({ error: { code: "runtime_error", message: 
  * app.post("/public/v1/api/execute", (req, res) => handleNodeRequest(service, req, res));
  */
 export async function handleNodeRequest(service: WebHandler, req: IncomingMessage, res: ServerResponse, options: NodeRequestOptions = {}): Promise<void> {
-  let written: Promise<void>;
+  let written: Promise<void> | undefined;
   try {
-    written = service.dispatch
-      ? writeReply(res, await service.dispatch(new NodeIncomingRequest(req, res, options.baseUrl, options)))
-      : writeWebResponse(res, await service.handler(toWebRequest(req, new ClientLink(res).signal, options.baseUrl, options)));
+    const reply = service.dispatch
+      ? await service.dispatch(new NodeIncomingRequest(req, res, options.baseUrl, options))
+      : fromResponse(await service.handler(toWebRequest(req, new ClientLink(res).signal, options.baseUrl, options)));
+    written = sendReply(res, reply);
   } catch {
     failed(res);
     return;
   }
-  // Returned, not awaited: an open stream then holds no frame of this function (docs/benchmarks.md, "Memory per open stream").
-  return written.catch(() => failed(res));
+  // A stream's writing, which never rejects, returned rather than awaited: an open stream
+  // then holds no frame of this function (docs/benchmarks.md, "Memory per open stream").
+  return written;
 }
 
 /** A failure of the service: 500 `runtime_error` before the status line, a cut connection after it. */

@@ -7,6 +7,16 @@ import { fromResponse, isReplyStream, type Reply, type ReplyStream } from "@chan
  * socket took the previous one (back-pressure).
  */
 export async function writeReply(res: ServerResponse, reply: Reply): Promise<void> {
+  return sendReply(res, reply);
+}
+
+/**
+ * {@link writeReply} without a promise of its own: a body known whole is written at once, a
+ * stream's writing is returned (it never rejects). Throws when the head cannot be written.
+ * handleNodeRequest returns a stream's writing as it is: each promise chained to it would be
+ * kept for as long as the stream is open (docs/benchmarks.md, "Memory per open stream").
+ */
+export function sendReply(res: ServerResponse, reply: Reply): Promise<void> | undefined {
   const { body } = reply;
   if (!isReplyStream(body)) {
     if (body === null) {
@@ -20,7 +30,6 @@ export async function writeReply(res: ServerResponse, reply: Reply): Promise<voi
     return;
   }
   res.writeHead(reply.status, reply.statusText, reply.headers);
-  // Returned rather than awaited, as in handleNodeRequest: see writeStream.
   return writeStream(res, body);
 }
 
