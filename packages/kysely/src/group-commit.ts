@@ -18,12 +18,12 @@ interface Pending {
 }
 
 /** Runs `flush` after the I/O callbacks of this turn of the event loop (`setImmediate`), where the runtime has it. */
-const afterIo: (flush: () => void) => void =
+export const afterIo: (flush: () => void) => void =
   typeof globalThis.setImmediate === "function" ? (flush) => globalThis.setImmediate(flush) : (flush) => setTimeout(flush, 0);
 
 /**
- * A transaction body of work that runs its statements on the connection itself (a
- * library's, such as rate-limiter-flexible's): it yields none to the executor.
+ * A transaction body of work that runs its statements on the connection itself (such as
+ * the rate limits' counts): it yields none to the executor.
  */
 // biome-ignore lint/correctness/useYield: the work runs its own statements, synchronously, inside the batch's transaction
 export function* bodyOf<T>(work: () => T): TransactionBody<T> {

@@ -53,7 +53,7 @@ describe("rate limits on SQLite", () => {
 });
 
 describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks.md, "Rate limits")', () => {
-  it("counts in the transaction of its turn of the event loop, and prepares the limiter's statements once", async () => {
+  it("counts the requests of one turn in one statement of the storage's group commit, prepared once", async () => {
     const file = join(tmpdir(), `channelkit-limits-${randomUUID()}.db`);
     const database = new BetterSqlite3(file);
     try {
@@ -81,9 +81,9 @@ describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks
       const limits = sqliteRateLimits(database, transaction);
       const answers = await Promise.all(Array.from({ length: 8 }, () => limits.consume("test", RULE, "one client")));
       expect(answers.filter((answer) => answer.allowed)).toHaveLength(RULE.requests);
-      // Eight counts, one commit; the upsert prepared once.
+      // Eight counts: one statement in one commit, prepared once.
       expect(commits).toHaveLength(1);
-      const upserts = prepared.filter((sql) => sql.includes("INSERT INTO rate_limit_counters"));
+      const upserts = prepared.filter((sql) => sql.includes("insert into rate_limit_counters"));
       expect(upserts).toHaveLength(1);
       await limits.close?.();
     } finally {

@@ -1,92 +1,81 @@
-import { flexibleRateLimitStore, type FlexibleLimiterOptions, type RateLimitStore } from "@channelkit/core";
-import type BetterSqlite3 from "better-sqlite3";
+import type { RateLimitStore } from "@channelkit/core";
 import type pg from "pg";
-import flexible from "rate-limiter-flexible";
+import { batchedCounts, type CountedKey, type StoredCount } from "./counts.js";
 import { bodyOf, type GroupCommit } from "./group-commit.js";
-import { postgresCounts } from "./postgres-counts.js";
 
-/** The table of migration 0008, in rate-limiter-flexible's own layout. */
-const TABLE = "rate_limit_counters";
-/** How often counts whose window ended an hour ago are deleted. */
-const SWEEP_MS = 5 * 60_000;
+/** The new window's end when the stored one ended before `now`; the stored count, else, plus these points. */
+const ADD_POINTS = `on conflict (key) do update set
+  points = case when rate_limit_counters.expire is null or rate_limit_counters.expire > $now then rate_limit_counters.points + excluded.points else excluded.points end,
+  expire = case when rate_limit_counters.expire is null or rate_limit_counters.expire > $now then rate_limit_counters.expire else excluded.expire end
+returning key, points, expire`;
+const SWEEP = "delete from rate_limit_counters where expire < ";
 
-/** What both SQL limiters share: the migrated table, a memory fallback, refusals counted in memory. */
-function common(options: FlexibleLimiterOptions) {
-  return {
-    ...options,
-    tableName: TABLE,
-    tableCreated: true,
-    // The sweep is the store's own, stopped by close(): the limiters' timers would outlive the database.
-    clearExpiredByTimeout: false,
-    // While the database cannot be reached, each process counts in its memory rather than fail every request.
-    insuranceLimiter: new flexible.RateLimiterMemory(options),
-    // Once over the limit, a client's further requests are refused from memory until the window ends.
-    inMemoryBlockOnConsumed: options.points + 1,
+/** At most this many keys per SQLite statement: one prepared statement per size up to it. */
+const SQLITE_KEYS_PER_STATEMENT = 32;
+
+/** The part of a better-sqlite3 connection the counts use (a runtime's own driver offers it too). */
+export interface CountsConnection {
+  prepare(sql: string): { all(...parameters: unknown[]): unknown[]; run(...parameters: unknown[]): unknown };
+}
+
+/**
+ * Rate limits counted in the SQLite file, shared by the processes that open it: the counts of
+ * a turn of the event loop in one statement ({@link batchedCounts}), run in the storage's
+ * group commit (`commit`) with the runs of that turn rather than committed on their own.
+ */
+export function sqliteRateLimits(database: CountsConnection, commit: GroupCommit): RateLimitStore {
+  const statements = new Map<number, ReturnType<CountsConnection["prepare"]>>();
+  const upsert = (size: number) => {
+    let statement = statements.get(size);
+    if (!statement) {
+      // Bare `?` only (better-sqlite3 binds `?NNN` by name): each key's three values, then `now` twice.
+      const values = Array.from({ length: size }, () => "(?, ?, ?)").join(", ");
+      statement = database.prepare(`insert into rate_limit_counters (key, points, expire) values ${values} ${ADD_POINTS.replaceAll("$now", "?")}`);
+      statements.set(size, statement);
+    }
+    return statement;
   };
+  return batchedCounts({
+    add: (keys, now) =>
+      commit(() =>
+        bodyOf(() => {
+          const rows: StoredCount[] = [];
+          for (let start = 0; start < keys.length; start += SQLITE_KEYS_PER_STATEMENT) {
+            const chunk = keys.slice(start, start + SQLITE_KEYS_PER_STATEMENT);
+            rows.push(...(upsert(chunk.length).all(...flat(chunk), now, now) as StoredCount[]));
+          }
+          return rows;
+        }),
+      ),
+    sweep: (before) => commit(() => bodyOf(() => database.prepare(`${SWEEP}?`).run(before))),
+  });
+}
+
+/** A batch's keys as the SQLite statement's first parameters: key, points, expire for each. */
+function flat(keys: CountedKey[]): unknown[] {
+  const values: unknown[] = [];
+  for (const { key, points, expire } of keys) values.push(key, points, expire);
+  return values;
 }
 
 /**
- * A {@link RateLimitStore} in a table of the database, so that every instance sharing it
- * counts together. Expired counts are deleted every five minutes.
+ * Rate limits counted in Postgres, shared by every instance on the database: the counts of a
+ * turn of the event loop in one statement ({@link batchedCounts}), one round trip; `owned`:
+ * the pool is ended with the store.
  */
-function sqlStore(
-  make: (options: FlexibleLimiterOptions) => InstanceType<typeof flexible.RateLimiterStoreAbstract>,
-  release?: () => Promise<void>,
-): RateLimitStore {
-  let sweeper: InstanceType<typeof flexible.RateLimiterStoreAbstract> | undefined;
-  const timer = setInterval(() => {
-    void (sweeper as unknown as { clearExpired(before: number): Promise<unknown> } | undefined)?.clearExpired(Date.now() - 3_600_000)?.catch?.(() => undefined);
-  }, SWEEP_MS);
-  timer.unref?.();
-  return flexibleRateLimitStore(
-    (options) => {
-      const limiter = make(options);
-      sweeper ??= limiter;
-      return limiter;
+export function postgresRateLimits(pool: pg.Pool, owned = false): RateLimitStore {
+  const upsert = `insert into rate_limit_counters (key, points, expire)
+select key, points, expire from unnest($1::varchar[], $2::int[], $3::bigint[]) as t(key, points, expire)
+${ADD_POINTS.replaceAll("$now", "$4")}`;
+  const table: Parameters<typeof batchedCounts>[0] = {
+    add: async (keys, now) => {
+      const { rows } = await pool.query<StoredCount>(upsert, [keys.map((k) => k.key), keys.map((k) => k.points), keys.map((k) => k.expire), now]);
+      return rows;
     },
-    async () => {
-      clearInterval(timer);
-      await release?.();
-    },
-  );
-}
-
-/**
- * Rate limits counted in the SQLite file, shared by the processes that open it. With
- * `commit` (the storage's group commit), each count joins the transaction of the runs and
- * counts of the same turn instead of committing on its own, and the limiter's statements
- * are prepared once: rate-limiter-flexible prepares its upsert and commits it for every
- * count, which was a sixth of a webhook message's time (docs/benchmarks.md, "Rate limits").
- */
-export function sqliteRateLimits(database: BetterSqlite3.Database, commit?: GroupCommit): RateLimitStore {
-  const client = commit ? groupCommitted(database, commit) : database;
-  return sqlStore((options) => new flexible.RateLimiterSQLite({ ...common(options), storeClient: client, storeType: "better-sqlite3" }));
-}
-
-/**
- * better-sqlite3 as rate-limiter-flexible uses it (`prepare(sql).get/run/all`,
- * `transaction(fn)()`, `open`), its statements kept by SQL text and its transactions run by
- * `commit`. The limiter awaits what its transaction returns, so a promise is fine there.
- */
-function groupCommitted(database: BetterSqlite3.Database, commit: GroupCommit): BetterSqlite3.Database {
-  const statements = new Map<string, BetterSqlite3.Statement>();
-  const client = {
-    get open() {
-      return database.open;
-    },
-    prepare(sql: string) {
-      let statement = statements.get(sql);
-      if (!statement) {
-        statement = database.prepare(sql);
-        statements.set(sql, statement);
-      }
-      return statement;
-    },
-    transaction<T>(work: (...args: unknown[]) => T) {
-      return (...args: unknown[]) => commit(() => bodyOf(() => work(...args)));
-    },
+    sweep: (before) => pool.query(`${SWEEP}$1`, [before]),
   };
-  return client as unknown as BetterSqlite3.Database;
+  if (owned) table.release = once(() => pool.end());
+  return batchedCounts(table);
 }
 
 /** `work` the first time, the same promise after. */
@@ -96,13 +85,4 @@ function once(work: () => Promise<void>): () => Promise<void> {
     done ??= work();
     return done;
   };
-}
-
-/**
- * Rate limits counted in Postgres, shared by every instance on the database, the counts of
- * one turn of the event loop in one statement ({@link postgresCounts}); `owned`: the pool is
- * ended with the store.
- */
-export function postgresRateLimits(pool: pg.Pool, owned = false): RateLimitStore {
-  return postgresCounts(pool, owned ? once(() => pool.end()) : undefined);
 }

@@ -60,7 +60,7 @@ export class KyselyStorage implements Storage {
   readonly #queries: ReturnType<typeof requestPathQueries>;
   /** The feed between the processes on this database: `NOTIFY` on Postgres, a table on SQLite; none on a Kysely of your own. */
   readonly feed?: LiveFeed;
-  /** Where the rate limits count: a table of this database (rate-limiter-flexible's), shared by every instance on it. */
+  /** Where the rate limits count: a table of this database, shared by every instance on it, the counts of concurrent requests batched. */
   readonly rateLimits?: RateLimitStore;
   /** Where streams of resumable channels are recorded, readable by every instance on this database. */
   readonly runStreams: RunStreamStore;

@@ -1,7 +1,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { type Executor, kyselyExecutor } from "./executor.js";
-import { bodyOf, type GroupCommit, groupCommit } from "./group-commit.js";
+import { type GroupCommit, groupCommit } from "./group-commit.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import type { Database } from "./schema.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -86,8 +86,8 @@ export function syncSqliteStorage(driver: SyncSqliteDriver, options: SyncSqliteO
     transaction: (body) => (driver.inTransaction() ? kysely.transaction(body) : transaction(body)),
     close: kysely.close,
   };
-  const compatible = betterSqlite3Subset(statements, () => open, executor.transaction as GroupCommit);
-  return new KyselyStorage(db, executor, () => sqliteFeed(compatible), sqliteRateLimits(compatible));
+  const compatible = betterSqlite3Subset(statements, () => open);
+  return new KyselyStorage(db, executor, () => sqliteFeed(compatible), sqliteRateLimits(compatible, transaction));
 }
 
 /**
@@ -128,11 +128,11 @@ function enableWal(driver: SyncSqliteDriver, timeoutMs: number): void {
 }
 
 /**
- * The part of better-sqlite3's API that the live feed and rate-limiter-flexible's SQLite
- * limiter use (`prepare(sql).all/get/run(...parameters)`, `transaction(fn)`, `open`), on the
+ * The part of better-sqlite3's API that the live feed and the rate limits' counts use
+ * (`prepare(sql).all/get/run(...parameters)`, `open`), on the
  * driver: both then run unchanged on it.
  */
-function betterSqlite3Subset(statements: (sql: string) => SyncSqliteStatement, open: () => boolean, commit: GroupCommit): BetterSqlite3.Database {
+function betterSqlite3Subset(statements: (sql: string) => SyncSqliteStatement, open: () => boolean): BetterSqlite3.Database {
   const subset = {
     get open() {
       return open();
@@ -144,10 +144,6 @@ function betterSqlite3Subset(statements: (sql: string) => SyncSqliteStatement, o
         get: (...parameters: unknown[]) => statement.all(parameters)[0],
         run: (...parameters: unknown[]) => statement.run(parameters),
       };
-    },
-    // A count joins the storage's group commit (see `sqliteRateLimits`); the limiter awaits it.
-    transaction<T>(work: (...args: unknown[]) => T) {
-      return (...args: unknown[]) => commit(() => bodyOf(() => work(...args)));
     },
   };
   return subset as unknown as BetterSqlite3.Database;

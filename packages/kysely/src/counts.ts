@@ -1,22 +1,36 @@
 import { memoryRateLimitStore, type RateLimitCount, type RateLimitRule, type RateLimitStore } from "@channelkit/core";
-import type pg from "pg";
+import { afterIo } from "./group-commit.js";
 
-/**
- * All the counts asked for in one turn of the event loop, in one statement: a key counted n
- * times adds n. The table and the key layout are rate-limiter-flexible's (migration 0008,
- * `ck:<name>:<requests>:<window>:<key>`), so that instances of an earlier version count
- * with these. Keys are sent sorted: two instances' batches then lock common rows in the same
- * order and never deadlock.
- */
-const UPSERT = `insert into rate_limit_counters (key, points, expire)
-select key, points, expire from unnest($1::varchar[], $2::int[], $3::bigint[]) as t(key, points, expire)
-on conflict (key) do update set
-  points = case when rate_limit_counters.expire is null or rate_limit_counters.expire > $4 then rate_limit_counters.points + excluded.points else excluded.points end,
-  expire = case when rate_limit_counters.expire is null or rate_limit_counters.expire > $4 then rate_limit_counters.expire else excluded.expire end
-returning key, points, expire`;
 /** Counts whose window ended an hour ago are deleted every five minutes. */
-const SWEEP = "delete from rate_limit_counters where expire < $1";
 const SWEEP_MS = 5 * 60_000;
+const KEEP_MS = 3_600_000;
+
+/** One key's counts of a batch: its name in the table, how many, and when a new window ends. */
+export interface CountedKey {
+  key: string;
+  points: number;
+  expire: number;
+}
+
+/** A key's count after the batch: `expire` in ms, or null for no window. */
+export interface StoredCount {
+  key: string;
+  points: number | string;
+  expire: number | string | null;
+}
+
+/** How a database stores counts: in the table of migration 0008, rate-limiter-flexible's layout. */
+export interface CountsTable {
+  /**
+   * Adds each key's points, starting a new window (`expire`) for a key whose window ended
+   * before `now`, in one statement; answers every key's count after it.
+   */
+  add(keys: CountedKey[], now: number): Promise<StoredCount[]>;
+  /** Deletes the counts whose window ended before `before`. */
+  sweep(before: number): Promise<unknown>;
+  /** Releases what the table holds (a pool of its own), when the store closes. */
+  release?(): Promise<void>;
+}
 
 interface Ask {
   name: string;
@@ -25,30 +39,31 @@ interface Ask {
   resolve(count: RateLimitCount): void;
 }
 
-/** Runs `flush` after the I/O callbacks of this turn of the event loop. */
-const afterIo = (flush: () => void) => setImmediate(flush);
-
 /**
- * Rate limits counted in Postgres, shared by every instance on the database, the counts of
- * concurrent requests batched: every `consume` asked for during one turn of the event loop
- * goes in one statement, one round trip for all of them, where rate-limiter-flexible's
- * limiter sent one per count and a webhook message counts two (docs/benchmarks.md, "Rate
- * limits"). Each count gets its own place in its key's order, as if counted one by one.
+ * Rate limits counted in a table of the database, shared by every instance on it, the
+ * counts of concurrent requests batched: every `consume` asked for during one turn of the
+ * event loop goes in one statement, where rate-limiter-flexible's limiters sent (and, on
+ * SQLite, committed) one per count, and a webhook message or a widget chat counts two
+ * (docs/benchmarks.md, "Rate limits"). A key counted n times in a batch adds n, and each
+ * count gets its own place in the key's order, as if counted one by one. Keys are sent
+ * sorted, so that two instances' batches lock common rows in one order and never deadlock.
+ * Stored keys keep rate-limiter-flexible's layout (`ck:<name>:<requests>:<window>:<key>`),
+ * so that instances of an earlier version count with these.
  *
- * As rate-limiter-flexible's limiter did: a client over its limit is refused from memory
+ * As rate-limiter-flexible's limiters did: a client over its limit is refused from memory
  * until its window ends, with no statement; while the database cannot be reached, each
  * process counts in its memory rather than fail the request.
  */
-export function postgresCounts(pool: pg.Pool, release?: () => Promise<void>): RateLimitStore {
+export function batchedCounts(table: CountsTable): RateLimitStore {
   let queue: Ask[] = [];
   const blockedUntil = new Map<string, number>();
   const insurance = memoryRateLimitStore();
   const timer = setInterval(() => {
-    pool.query(SWEEP, [Date.now() - 3_600_000]).catch(() => undefined);
     const now = Date.now();
+    table.sweep(now - KEEP_MS).catch(() => undefined);
     for (const [key, until] of blockedUntil) if (until <= now) blockedUntil.delete(key);
   }, SWEEP_MS);
-  timer.unref?.();
+  (timer as { unref?: () => void }).unref?.();
 
   function flush(): void {
     const batch = queue;
@@ -60,12 +75,13 @@ export function postgresCounts(pool: pg.Pool, release?: () => Promise<void>): Ra
       if (asks) asks.push(ask);
       else byKey.set(key, [ask]);
     }
-    const keys = [...byKey.keys()].sort();
     const now = Date.now();
-    const points = keys.map((key) => (byKey.get(key) as Ask[]).length);
-    const expires = keys.map((key) => now + ((byKey.get(key) as Ask[])[0] as Ask).rule.windowSeconds * 1000);
-    pool.query<{ key: string; points: number; expire: string | null }>(UPSERT, [keys, points, expires, now]).then(
-      ({ rows }) => {
+    const keys = [...byKey.keys()].sort().map((key) => {
+      const asks = byKey.get(key) as Ask[];
+      return { key, points: asks.length, expire: now + (asks[0] as Ask).rule.windowSeconds * 1000 };
+    });
+    table.add(keys, now).then(
+      (rows) => {
         const at = Date.now();
         for (const row of rows) {
           const asks = byKey.get(row.key) as Ask[];
@@ -101,12 +117,12 @@ export function postgresCounts(pool: pg.Pool, release?: () => Promise<void>): Ra
     },
     async close() {
       clearInterval(timer);
-      await release?.();
+      await table.release?.();
     },
   };
 }
 
-/** The key as rate-limiter-flexible stores it: its prefix (`ck:` and the limit), then the client's key. */
+/** The key as rate-limiter-flexible stored it: `ck:`, the limit, then the client's key. */
 function storedKey({ name, rule, key }: Pick<Ask, "name" | "rule" | "key">): string {
   return `ck:${name}:${rule.requests}:${rule.windowSeconds}:${key}`;
 }
