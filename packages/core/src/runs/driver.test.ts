@@ -474,6 +474,21 @@ describe("driveRun: outcomes", () => {
 });
 
 describe("driveRun: flow state and history", () => {
+  it("gives a flow a context it may destructure: history and signal work unbound (the context is a class: docs/benchmarks.md)", async () => {
+    const destructuring = defineFlow({
+      name: "destructuring",
+      async *run({ payload, history, signal, conversationId, channel }) {
+        const earlier = await history(10);
+        yield text(`${payload}|${earlier.map((m) => m.content).join(",")}|${signal.aborted}|${typeof conversationId}|${channel.type}`);
+        return null;
+      },
+    });
+    const first = await run(destructuring, { payload: "one" });
+    expect(first.outcome.produced.map((m) => m.content)).toEqual(["one||false|string|api"]);
+    const second = await run(destructuring, { conversationId: first.conversationId, payload: "two" });
+    expect(second.outcome.produced.map((m) => m.content)).toEqual(["two|one,one||false|string|api|false|string|api"]);
+  });
+
   it("persists the last setState and hands it back on the next run, with the history", async () => {
     seen.length = 0;
     const first = await run(counter, { metadata: { plan: "pro" } });

@@ -248,21 +248,7 @@ async function* runFlow(
   transcript: Transcript,
 ): AsyncGenerator<TextPart, Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">, void> {
   const { abort } = input;
-  const ctx: FlowContext = {
-    payload: input.payload,
-    trigger: input.trigger,
-    language: turn.conversation.language,
-    metadata: input.metadata,
-    runId: input.runId,
-    conversationId: input.conversation.id,
-    isNewConversation: input.conversation.isNew,
-    channel: { id: input.channel.id, environment: input.channel.environment, type: input.channel.type },
-    state: turn.conversation.flowState ?? undefined,
-    history: (limit = input.historyLimit) => historyBefore(input.storage, turn, limit),
-    get signal() {
-      return abort.signal;
-    },
-  };
+  const ctx: FlowContext = new RunFlowContext(input, turn);
   let status: RunEnd["status"] = "success";
   let result: unknown = null;
   let error: string | null = null;
@@ -412,4 +398,41 @@ async function historyBefore(storage: Storage, turn: ClaimedTurn, limit: number)
   const messages = await storage.listRecentMessages(turn.userMessage.conversationId, limit + 1);
   const before = messages.filter((message) => message.turnIndex < own).slice(-limit);
   return before.map(({ role, content, toolCalls, toolCallId }) => ({ role, content, toolCalls, toolCallId }));
+}
+
+/**
+ * A run's FlowContext. A class rather than an object literal: V8 keeps a literal with a getter
+ * as a dictionary, 1 KB of each open stream's heap (docs/benchmarks.md, "Memory per open
+ * stream"). `history` is an own function, so that a flow may destructure it
+ * (`run({ payload, history })`); `signal` is a getter, so that the `AbortSignal` is made
+ * only when a flow reads it.
+ */
+class RunFlowContext implements FlowContext {
+  readonly payload: string;
+  readonly trigger: FlowTrigger;
+  readonly language: string | null;
+  readonly metadata: Record<string, unknown>;
+  readonly runId: string;
+  readonly conversationId: string;
+  readonly isNewConversation: boolean;
+  readonly channel: FlowContext["channel"];
+  readonly state: unknown;
+  readonly history: FlowContext["history"];
+  readonly #abort: RunAbort;
+  constructor(input: RunInput, turn: ClaimedTurn) {
+    this.payload = input.payload;
+    this.trigger = input.trigger;
+    this.language = turn.conversation.language;
+    this.metadata = input.metadata;
+    this.runId = input.runId;
+    this.conversationId = input.conversation.id;
+    this.isNewConversation = input.conversation.isNew;
+    this.channel = { id: input.channel.id, environment: input.channel.environment, type: input.channel.type };
+    this.state = turn.conversation.flowState ?? undefined;
+    this.history = (limit = input.historyLimit) => historyBefore(input.storage, turn, limit);
+    this.#abort = input.abort;
+  }
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
 }

@@ -4,7 +4,7 @@ import { newConversationRecord, storedMessage } from "../storage/records.js";
 import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
 import type { RegisteredFlow } from "../context.js";
 import type { FlowTrigger } from "../flows/define.js";
-import { claimOf, driveRun, type RunSteps, type StreamEnding } from "./driver.js";
+import { claimOf, driveRun, type RunSteps, type StreamEnding, type TextPart } from "./driver.js";
 import type { RunAbort } from "./abort.js";
 import type { RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
@@ -159,23 +159,28 @@ function unbegun(claim: BeginRunInput): RunTicket {
 function tracked(runs: RunLifecycle, abort: RunAbort, request: StartRunInput["request"], run: RunSteps): RunSteps {
   let unfollowClient: (() => void) | undefined;
   let ended = false;
+  let client = request;
   const end = () => {
     if (ended) return;
     ended = true;
     unfollowClient?.();
     runs.release(abort);
   };
+  const onStep = (step: IteratorResult<TextPart, RunOutcome>) => {
+    if (step.done) end();
+    return step;
+  };
+  const onError = (error: unknown): never => {
+    end();
+    throw error;
+  };
   return {
-    async next() {
-      if (!unfollowClient && !ended) unfollowClient = request ? runs.followClient(request, abort) : NOT_FOLLOWED;
-      try {
-        const step = await run.next();
-        if (step.done) end();
-        return step;
-      } catch (error) {
-        end();
-        throw error;
+    next() {
+      if (!unfollowClient && !ended) {
+        unfollowClient = client ? runs.followClient(client, abort) : NOT_FOLLOWED;
+        client = null;
       }
+      return run.next().then(onStep, onError);
     },
   };
 }
