@@ -273,11 +273,6 @@ export async function seed(store: StoreKind, location: string): Promise<Seed> {
       },
     };
   } finally {
-    // Something must keep the event loop alive while the service closes: past 100 commits the
-    // SQLite storage runs a WAL checkpointer in an unref'd worker, and its close() awaits that
-    // worker's exit, which alone does not keep the process alive (at ed1f7bf the seed's top-level
-    // await was then left unsettled and the bench exited with code 13).
-    const alive = setInterval(() => undefined, 1000);
-    await service.close().finally(() => clearInterval(alive));
+    await service.close();
   }
 }
