@@ -44,10 +44,13 @@ export class RunAbort {
     }
     if (this.#listeners) this.#listeners.push(listener);
     else this.#listeners = [listener];
-    return () => {
-      const index = this.#listeners?.indexOf(listener) ?? -1;
-      if (index >= 0) this.#listeners?.splice(index, 1);
-    };
+    return () => this.offAbort(listener);
+  }
+
+  /** Removes a listener added with {@link onAbort}; one that is not there is ignored. */
+  offAbort(listener: (reason: unknown) => void): void {
+    const index = this.#listeners?.indexOf(listener) ?? -1;
+    if (index >= 0) this.#listeners?.splice(index, 1);
   }
 
   /** An `AbortSignal` that follows this abort, made on first use. */

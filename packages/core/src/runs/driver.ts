@@ -16,10 +16,12 @@ import type {
   Storage,
   StoreRunInput,
 } from "../storage/types.js";
+import type { IncomingRequest } from "../http/reply.js";
 import type { LiveChat } from "../livechat/live-chat.js";
 import { withHuman } from "../livechat/modes.js";
 import type { RunAbort } from "./abort.js";
-import type { RunLifecycle } from "./lifecycle.js";
+import { RunTimedOut } from "./deadlines.js";
+import type { HeldTurn, RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
 import { agentMessage, type RunEnd, type TextPart, Transcript } from "./transcript.js";
@@ -117,81 +119,248 @@ export function claimOf(
 }
 
 /**
- * Drives a run: waits for its conversation's turn unless it has it, runs the flow, yields its
- * text as stream parts while it runs, then stores its outcome, its messages and the flow's
- * state, and passes the turn on. A flow that throws is an `error` outcome; an aborted run is
- * `cancelled`, stored with what was produced so far (a run aborted before its turn came
- * stores its user message and gives its turn up). Only a storage failure makes this throw.
+ * Drives a run: waits for its conversation's turn unless it has it, runs the flow, hands out
+ * its text as stream parts while it runs, then stores its outcome, its messages and the
+ * flow's state, and passes the turn on. A flow that throws is an `error` outcome; an aborted
+ * run is `cancelled`, stored with what was produced so far (a run aborted before its turn
+ * came stores its user message and gives its turn up). Only a storage failure makes a step
+ * reject. `client` is the request whose client going away aborts the run, followed from the
+ * first step (a stream's first event, sent before, does not wait for it); the lifecycle
+ * releases the run once it is stored.
  */
-export async function* driveRun(input: RunInput): AsyncGenerator<TextPart, RunOutcome, void> {
-  const { abort, lifecycle, storage } = input;
-  let turn = input.claimed;
-  let startedMs = input.claimedAtMs;
-  for (let attempt = 0; !turn && !abort.aborted; attempt++) {
-    await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
-    if (abort.aborted) break;
-    startedMs = Date.now();
-    const claim: ClaimTurnInput = { ...claimOf(input, startedMs, lifecycle.leaseMs), ticket: input.ticket };
-    if (input.stream) claim.stream = input.stream;
-    turn = await storage.claimTurn(claim);
-  }
-  const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
-  if (!turn) return giveUpTurn(input, transcript);
-  const conversation = turn.conversation;
-  if (input.trigger === "message" && conversation.mode !== "bot") {
-    // A human has the conversation: the user's message goes to them, and the flow does not run.
-    const { mode } = input.livechat.state(input.channel, conversation, startedMs);
-    if (withHuman(mode)) return humanTurn(input, turn, transcript, startedMs, mode);
+export function driveRun(input: RunInput, client: FollowedClient | null = null): RunSteps {
+  return new RunDriver(input, client);
+}
+
+/** The request a run follows: its client going away aborts the run. */
+type FollowedClient = Pick<IncomingRequest, "signal" | "onClientGone">;
+
+/** What the flow ended with, before the run's times are known. */
+type FlowEnd = Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
+
+/**
+ * The steps of {@link driveRun}, pulled one at a time. A class rather than an async
+ * generator: a streamed run spends most of its life waiting for its flow's next event, and
+ * meanwhile it keeps this object and the one promise it waits on, where two generators (the
+ * run, and its flow loop delegated to with `yield*`) and the promises chaining them kept
+ * about a kilobyte more per open stream (docs/benchmarks.md, "Memory per open stream").
+ *
+ * Its phases, in order: {@link #begin} waits for the turn (a run whose flow does not run ends
+ * there), each step then pulls the flow's events through the transcript until one has parts
+ * or the flow ends ({@link #flowEnded}), and {@link #finish} stores the outcome.
+ */
+class RunDriver implements RunSteps {
+  readonly #input: RunInput;
+  #client: FollowedClient | null;
+  /** What stops following the client, once followed. */
+  #unfollow: (() => void) | undefined;
+  #turn: ClaimedTurn | null;
+  #startedMs: number;
+  #transcript: Transcript | undefined;
+  #held: HeldTurn | null = null;
+  /** The flow's events, while it runs. */
+  #events: AsyncIterator<FlowEvent, unknown> | undefined;
+  /** The channel's limit on the flow's time, in seconds, while the flow runs. */
+  #limitSeconds = 0;
+  /** Ends the wait for the flow's next event when the run aborts. */
+  #wake: ((value: typeof ABORTED) => void) | null = null;
+  /** Made once per run: one listener for the whole run rather than a race per event. */
+  readonly #onAbort = () => this.#wake?.(ABORTED);
+  /** What the flow ended with, once it ended. */
+  #end: FlowEnd | undefined;
+  /** The parts of the last event, handed out one per step. */
+  #parts: readonly TextPart[] = NO_PARTS;
+  #nextPart = 0;
+  /** Whether the run ended (stored, or failed to be): every later step is done. */
+  #over = false;
+
+  constructor(input: RunInput, client: FollowedClient | null) {
+    this.#input = input;
+    this.#client = client;
+    this.#turn = input.claimed;
+    this.#startedMs = input.claimedAtMs;
   }
 
-  const held = input.begun
-    ? lifecycle.holdTurn({ storage, runId: input.runId, conversationId: input.conversation.id, ticket: input.ticket, sinceMs: startedMs })
-    : null;
-  let end: Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
-  try {
-    end = yield* runFlow(input, turn, transcript);
-  } finally {
-    if (held) lifecycle.releaseTurn(held);
+  async next(): Promise<IteratorResult<TextPart, RunOutcome>> {
+    if (this.#nextPart < this.#parts.length) return { done: false, value: this.#parts[this.#nextPart++] as TextPart };
+    if (this.#over) return { done: true, value: undefined as never };
+    if (this.#unfollow === undefined) this.#followClient();
+    try {
+      if (!this.#transcript) {
+        const early = await this.#begin();
+        if (early) return this.#ended(early);
+      }
+      const { abort } = this.#input;
+      const transcript = this.#transcript as Transcript;
+      // The flow's events, one per turn of this loop, until one has parts to hand out. Inline
+      // rather than a method of its own: an async call suspended in another is a few hundred
+      // bytes more for as long as the stream waits (docs/benchmarks.md, "Memory per open stream").
+      while (this.#end === undefined) {
+        let end: FlowEnd | undefined;
+        let parts = NO_PARTS;
+        try {
+          const step = abort.aborted ? ABORTED : await this.#nextEvent(this.#events as AsyncIterator<FlowEvent, unknown>);
+          if (step === ABORTED) end = CANCELLED;
+          else if (step.done) end = { status: "success", result: step.value ?? null, error: null };
+          else parts = transcript.apply(step.value);
+        } catch (thrown) {
+          end = abort.aborted ? CANCELLED : { status: "error", result: null, error: thrown instanceof Error ? thrown.message : String(thrown) };
+        }
+        if (end) parts = this.#flowEnded(end, transcript);
+        if (parts.length > 0) {
+          this.#parts = parts;
+          this.#nextPart = 1;
+          return { done: false, value: parts[0] as TextPart };
+        }
+      }
+      this.#over = true;
+      return this.#ended(await this.#finish(this.#end, this.#transcript as Transcript));
+    } catch (error) {
+      this.#ended(undefined);
+      throw error;
+    }
   }
-  // A handover is stored once the flow ended well, as waiting when someone can take it.
-  const handedOver = end.status === "success" && transcript.handedOver;
-  const available = handedOver && (await input.livechat.available(input.channel, input.conversation.id));
-  if (!available) transcript.refuseHandover();
-  const completedMs = Date.now();
-  const outcome = transcript.outcome(input.runId, input.conversation.id, {
-    status: end.status,
-    result: end.result,
-    error: end.error,
-    startedAt: isoTimestamp(startedMs),
-    completedAt: isoTimestamp(completedMs),
-    durationMs: completedMs - startedMs,
-  });
-  const change = modeChange(conversation, handedOver, available, outcome.completedAt);
-  if (!input.begun) {
-    const messages = input.trigger === "start" ? outcome.produced : [turn.userMessage as NewMessage].concat(outcome.produced);
-    const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
-    if (transcript.flowState) whole.flowState = transcript.flowState.value;
-    if (change) whole.mode = change.to;
-    await storage.storeRun(whole);
+
+  /** The run is over: the client is no longer followed and the lifecycle releases it. */
+  #ended(outcome: RunOutcome | undefined): IteratorResult<TextPart, RunOutcome> {
+    this.#over = true;
+    this.#unfollow?.();
+    this.#input.lifecycle.release(this.#input.abort);
+    return { done: true, value: outcome as RunOutcome };
+  }
+
+  #followClient(): void {
+    const client = this.#client;
+    // The request is not kept once followed: a stream may stay open for minutes.
+    this.#client = null;
+    this.#unfollow = client ? this.#input.lifecycle.followClient(client, this.#input.abort) : NOT_FOLLOWED;
+  }
+
+  /**
+   * Waits for the run's turn unless it has it, then starts the flow; the outcome instead when
+   * the flow does not run (aborted before its turn came, or a human has the conversation).
+   */
+  async #begin(): Promise<RunOutcome | undefined> {
+    const input = this.#input;
+    const { abort, lifecycle } = input;
+    for (let attempt = 0; !this.#turn && !abort.aborted; attempt++) {
+      await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
+      if (abort.aborted) break;
+      this.#startedMs = Date.now();
+      const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
+      if (input.stream) claim.stream = input.stream;
+      this.#turn = await input.storage.claimTurn(claim);
+    }
+    const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
+    this.#transcript = transcript;
+    const turn = this.#turn;
+    if (!turn) return giveUpTurn(input, transcript);
+    if (input.trigger === "message" && turn.conversation.mode !== "bot") {
+      // A human has the conversation: the user's message goes to them, and the flow does not run.
+      const { mode } = input.livechat.state(input.channel, turn.conversation, this.#startedMs);
+      if (withHuman(mode)) return humanTurn(input, turn, transcript, this.#startedMs, mode);
+    }
+    if (input.begun) {
+      this.#held = lifecycle.holdTurn({
+        storage: input.storage,
+        runId: input.runId,
+        conversationId: input.conversation.id,
+        ticket: input.ticket,
+        sinceMs: this.#startedMs,
+      });
+    }
+    // A flow that runs past its channel's limit is stopped through the run's own abort.
+    this.#limitSeconds = input.channel.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
+    lifecycle.deadlines.start(abort, this.#limitSeconds);
+    this.#events = flowIterator(input.flow, new RunFlowContext(input, turn));
+    // Each wait for the flow's next event also ends when the run aborts, so that a flow that
+    // ignores its signal is not waited for.
+    abort.onAbort(this.#onAbort);
+    return undefined;
+  }
+
+  /** The flow's next event, or {@link ABORTED} once the run aborts. */
+  #nextEvent(events: AsyncIterator<FlowEvent, unknown>): Promise<IteratorResult<FlowEvent, unknown> | typeof ABORTED> {
+    return new Promise((resolve, reject) => {
+      this.#wake = resolve;
+      events.next().then(resolve, reject);
+    });
+  }
+
+  /** The flow ended: what it ended with is kept, and the text left open is closed. */
+  #flowEnded(end: FlowEnd, transcript: Transcript): readonly TextPart[] {
+    const { abort, lifecycle } = this.#input;
+    this.#wake = null;
+    abort.offAbort(this.#onAbort);
+    lifecycle.deadlines.end(abort, this.#limitSeconds);
+    if (end.status === "cancelled") {
+      if (abort.reason instanceof RunTimedOut) {
+        // Not the client's doing: the flow failed to end in time, and the run says so.
+        end = { status: "error", result: null, error: abort.reason.message };
+      }
+      // The flow may be suspended inside its own await; it is told through ctx.signal.
+      const events = this.#events;
+      void Promise.resolve(events?.return?.(undefined)).catch(() => undefined);
+    }
+    this.#events = undefined;
+    this.#end = end;
+    return transcript.end();
+  }
+
+  /** Stores the outcome of a run whose flow ran, and passes the turn on. */
+  async #finish(end: FlowEnd, transcript: Transcript): Promise<RunOutcome> {
+    const input = this.#input;
+    const { lifecycle, storage } = input;
+    const turn = this.#turn as ClaimedTurn;
+    if (this.#held) lifecycle.releaseTurn(this.#held);
+    // A handover is stored once the flow ended well, as waiting when someone can take it.
+    const handedOver = end.status === "success" && transcript.handedOver;
+    const available = handedOver && (await input.livechat.available(input.channel, input.conversation.id));
+    if (!available) transcript.refuseHandover();
+    const completedMs = Date.now();
+    const outcome = transcript.outcome(input.runId, input.conversation.id, {
+      status: end.status,
+      result: end.result,
+      error: end.error,
+      startedAt: isoTimestamp(this.#startedMs),
+      completedAt: isoTimestamp(completedMs),
+      durationMs: completedMs - this.#startedMs,
+    });
+    const change = modeChange(turn.conversation, handedOver, available, outcome.completedAt);
+    if (!input.begun) {
+      const messages = input.trigger === "start" ? outcome.produced : [turn.userMessage as NewMessage].concat(outcome.produced);
+      const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
+      if (transcript.flowState) whole.flowState = transcript.flowState.value;
+      if (change) whole.mode = change.to;
+      await storage.storeRun(whole);
+      if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
+      return outcome;
+    }
+    const completion: CompleteRunInput = {
+      run: recordOf(input, outcome),
+      conversation: input.conversation,
+      ticket: input.ticket,
+      claimed: true,
+      messages: outcome.produced,
+      claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
+    };
+    // The flow state when the flow set one (a present key, even `undefined`, sets it).
+    if (transcript.flowState) completion.flowState = transcript.flowState.value;
+    if (change) completion.mode = change;
+    await complete(input, completion, outcome);
+    lifecycle.turnPassed(input.conversation.id);
     if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
     return outcome;
   }
-  const completion: CompleteRunInput = {
-    run: recordOf(input, outcome),
-    conversation: input.conversation,
-    ticket: input.ticket,
-    claimed: true,
-    messages: outcome.produced,
-    claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
-  };
-  // The flow state when the flow set one (a present key, even `undefined`, sets it).
-  if (transcript.flowState) completion.flowState = transcript.flowState.value;
-  if (change) completion.mode = change;
-  await complete(input, completion, outcome);
-  lifecycle.turnPassed(input.conversation.id);
-  if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
-  return outcome;
 }
+
+/** What stops following a client that is not followed. */
+const NOT_FOLLOWED = () => undefined;
+
+const NO_PARTS: readonly TextPart[] = Object.freeze([]);
+
+/** How a flow stopped by the run's abort ends. */
+const CANCELLED: FlowEnd = Object.freeze({ status: "cancelled", result: null, error: null });
 
 /**
  * How a run that ran the flow moves the conversation: a handover to waiting (or
@@ -239,76 +408,6 @@ async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcr
   input.lifecycle.turnPassed(input.conversation.id);
   input.livechat.afterRun(input.channel, input.conversation.id, undefined, { ...turn.userMessage, origin: "livechat", sender: "user" });
   return outcome;
-}
-
-/** Pulls the flow's events into the transcript, yielding the live parts, until it ends or is aborted. */
-async function* runFlow(
-  input: RunInput,
-  turn: ClaimedTurn,
-  transcript: Transcript,
-): AsyncGenerator<TextPart, Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">, void> {
-  const { abort } = input;
-  const ctx: FlowContext = new RunFlowContext(input, turn);
-  let status: RunEnd["status"] = "success";
-  let result: unknown = null;
-  let error: string | null = null;
-  // A flow that runs past its channel's limit is stopped through the run's own abort.
-  const limitSeconds = input.channel.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
-  const limit = setTimeout(() => abort.abort(new RunTimedOut(limitSeconds)), limitSeconds * 1000);
-  (limit as { unref?: () => void }).unref?.();
-  const iterator = flowIterator(input.flow, ctx);
-  // Each wait for the flow's next event also ends when the run aborts, so that a flow that
-  // ignores its signal is not waited for. One listener for the whole run, rather than a race
-  // against an abort promise per event, which would keep one reaction per event until the run
-  // ends (memory growing with the length of a stream).
-  let wake: ((value: typeof ABORTED) => void) | null = null;
-  const unlisten = abort.onAbort(() => wake?.(ABORTED));
-  try {
-    for (;;) {
-      if (abort.aborted) {
-        status = "cancelled";
-        break;
-      }
-      const step = await new Promise<IteratorResult<FlowEvent, unknown> | typeof ABORTED>((resolve, reject) => {
-        wake = resolve;
-        iterator.next().then(resolve, reject);
-      });
-      wake = null;
-      if (step === ABORTED) {
-        status = "cancelled";
-        break;
-      }
-      if (step.done) {
-        result = step.value ?? null;
-        break;
-      }
-      const parts = transcript.apply(step.value);
-      for (let i = 0; i < parts.length; i++) yield parts[i] as TextPart;
-    }
-  } catch (thrown) {
-    if (abort.aborted) {
-      status = "cancelled";
-    } else {
-      status = "error";
-      error = thrown instanceof Error ? thrown.message : String(thrown);
-    }
-  } finally {
-    wake = null;
-    unlisten();
-    clearTimeout(limit);
-  }
-  if (status === "cancelled" && abort.reason instanceof RunTimedOut) {
-    // Not the client's doing: the flow failed to end in time, and the run says so.
-    status = "error";
-    error = abort.reason.message;
-    void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
-  } else if (status === "cancelled") {
-    // The flow may be suspended inside its own await; it is told through ctx.signal.
-    void Promise.resolve(iterator.return?.(undefined)).catch(() => undefined);
-  }
-  const parts = transcript.end();
-  for (let i = 0; i < parts.length; i++) yield parts[i] as TextPart;
-  return { status, result, error };
 }
 
 /**
@@ -375,14 +474,6 @@ const ABORTED = Symbol("aborted");
 /** How long a run may last when its channel sets no limit, in seconds. */
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
 
-/** Why a run that ran past its channel's limit was stopped. */
-class RunTimedOut extends Error {
-  constructor(seconds: number) {
-    super(`The flow ran longer than the channel's limit of ${seconds} s and was stopped.`);
-    this.name = "RunTimedOut";
-  }
-}
-
 /** The events of a flow that has nothing to do. */
 const NO_EVENTS: AsyncIterator<FlowEvent, unknown> = { next: async () => ({ done: true, value: null }) };
 
@@ -403,9 +494,9 @@ async function historyBefore(storage: Storage, turn: ClaimedTurn, limit: number)
 /**
  * A run's FlowContext. A class rather than an object literal: V8 keeps a literal with a getter
  * as a dictionary, 1 KB of each open stream's heap (docs/benchmarks.md, "Memory per open
- * stream"). `history` is an own function, so that a flow may destructure it
- * (`run({ payload, history })`); `signal` is a getter, so that the `AbortSignal` is made
- * only when a flow reads it.
+ * stream"). What most flows never read is made on first read: `signal` (an `AbortSignal`),
+ * `channel`, and `history`, an own function once made, so that a flow may destructure it
+ * (`run({ payload, history })`).
  */
 class RunFlowContext implements FlowContext {
   readonly payload: string;
@@ -415,10 +506,11 @@ class RunFlowContext implements FlowContext {
   readonly runId: string;
   readonly conversationId: string;
   readonly isNewConversation: boolean;
-  readonly channel: FlowContext["channel"];
   readonly state: unknown;
-  readonly history: FlowContext["history"];
-  readonly #abort: RunAbort;
+  readonly #input: RunInput;
+  readonly #turn: ClaimedTurn;
+  #channel: FlowContext["channel"] | undefined;
+  #history: FlowContext["history"] | undefined;
   constructor(input: RunInput, turn: ClaimedTurn) {
     this.payload = input.payload;
     this.trigger = input.trigger;
@@ -427,12 +519,20 @@ class RunFlowContext implements FlowContext {
     this.runId = input.runId;
     this.conversationId = input.conversation.id;
     this.isNewConversation = input.conversation.isNew;
-    this.channel = { id: input.channel.id, environment: input.channel.environment, type: input.channel.type };
     this.state = turn.conversation.flowState ?? undefined;
-    this.history = (limit = input.historyLimit) => historyBefore(input.storage, turn, limit);
-    this.#abort = input.abort;
+    this.#input = input;
+    this.#turn = turn;
+  }
+  get channel(): FlowContext["channel"] {
+    const { channel } = this.#input;
+    this.#channel ??= { id: channel.id, environment: channel.environment, type: channel.type };
+    return this.#channel;
+  }
+  get history(): FlowContext["history"] {
+    this.#history ??= (limit = this.#input.historyLimit) => historyBefore(this.#input.storage, this.#turn, limit);
+    return this.#history;
   }
   get signal(): AbortSignal {
-    return this.#abort.signal;
+    return this.#input.abort.signal;
   }
 }

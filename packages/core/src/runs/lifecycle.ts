@@ -2,10 +2,12 @@ import type { Logger } from "../context.js";
 import type { IncomingRequest } from "../http/reply.js";
 import type { Storage } from "../storage/types.js";
 import { RunAbort } from "./abort.js";
+import { RunDeadlines } from "./deadlines.js";
+import { SharedChannels } from "./shared-channels.js";
 import { isoTimestamp } from "./timestamp.js";
 
 /** A run holding its conversation's turn, whose lease the lifecycle renews. */
-interface HeldTurn {
+export interface HeldTurn {
   storage: Storage;
   runId: string;
   conversationId: string;
@@ -45,6 +47,10 @@ export class RunLifecycle {
   /** Runs holding their turn, and the one timer renewing their leases (made on the first, ended by `close()`). */
   readonly #held = new Set<HeldTurn>();
   #renewals: ReturnType<typeof setInterval> | undefined;
+  /** Stops the flows that outlive their channel's limit. */
+  readonly deadlines = new RunDeadlines();
+  /** One record per channel for the runs in flight. */
+  readonly channels = new SharedChannels();
 
   constructor(options: RunLifecycleOptions) {
     this.logger = options.logger;
@@ -190,5 +196,6 @@ export class RunLifecycle {
       });
     clearInterval(this.#renewals);
     this.#renewals = undefined;
+    this.deadlines.close();
   }
 }

@@ -4,9 +4,7 @@ import { newConversationRecord, storedMessage } from "../storage/records.js";
 import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
 import type { RegisteredFlow } from "../context.js";
 import type { FlowTrigger } from "../flows/define.js";
-import { claimOf, driveRun, type RunSteps, type StreamEnding, type TextPart } from "./driver.js";
-import type { RunAbort } from "./abort.js";
-import type { RunLifecycle } from "./lifecycle.js";
+import { claimOf, driveRun, type RunSteps, type StreamEnding } from "./driver.js";
 import type { RunOutcome } from "./outcome.js";
 import { newRecordId } from "./run-id.js";
 
@@ -66,7 +64,7 @@ export interface StartedRun {
  * fails, before anything is sent.
  */
 export async function startRun(ctx: ServiceContext, input: StartRunInput): Promise<StartedRun> {
-  const { channel } = input;
+  const channel = ctx.runs.channels.share(input.channel);
   const trigger = input.trigger ?? "message";
   if (trigger === "start" && (input.conversation !== null || input.live)) {
     throw new Error("channelkit: a start run opens a new conversation and is answered whole (conversation null, live false)");
@@ -98,41 +96,42 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
     throw error;
   }
   // Field by field, not a spread: see docs/benchmarks.md, "Why the code looks like this".
-  const steps = driveRun({
-    flow: base.flow,
-    channel,
-    runId,
-    conversation,
-    payload: input.payload,
-    trigger,
-    estimateTokens: ctx.estimateTokens,
-    ticket: ticket.ticket,
-    claimed: ticket.claimed,
-    begun,
-    claimedAtMs: arrivedMs,
-    stream: claim.stream,
-    metadata: input.metadata,
-    abort,
-    storage: ctx.storage,
-    lifecycle: runs,
-    livechat: ctx.livechat,
-    historyLimit: ctx.historyLimit,
-    live: input.live,
-    streamEnding,
-  });
+  const steps = driveRun(
+    {
+      flow: base.flow,
+      channel,
+      runId,
+      conversation,
+      payload: input.payload,
+      trigger,
+      estimateTokens: ctx.estimateTokens,
+      ticket: ticket.ticket,
+      claimed: ticket.claimed,
+      begun,
+      claimedAtMs: arrivedMs,
+      stream: claim.stream,
+      metadata: input.metadata,
+      abort,
+      storage: ctx.storage,
+      lifecycle: runs,
+      livechat: ctx.livechat,
+      historyLimit: ctx.historyLimit,
+      live: input.live,
+      streamEnding,
+    },
+    input.request,
+  );
+  // Own functions, not a class's methods: a channel may spread a started run ({ ...run, steps }).
   return {
     runId,
     conversationId: conversation.id,
-    steps: tracked(runs, abort, input.request, steps),
+    steps,
     cancel: (reason) => abort.abort(reason),
     endStream: (ending) => {
       streamEnding.current = ending;
     },
   };
 }
-
-/** What stops following a client that is not followed. */
-const NOT_FOLLOWED = () => undefined;
 
 /** Pulls a run answered whole to its end: its outcome, once stored. */
 export async function runToEnd(run: StartedRun): Promise<RunOutcome> {
@@ -147,40 +146,5 @@ function unbegun(claim: BeginRunInput): RunTicket {
   return {
     ticket: 0,
     claimed: { conversation: newConversationRecord(claim.conversation, claim.run.startedAt), userMessage: storedMessage(id, 0, claim.userMessage) },
-  };
-}
-
-/**
- * The run's steps, followed by the lifecycle: the client is followed from the first step
- * (a stream's first event, sent before, does not wait for it) and the run is released once
- * stored. A plain stepper rather than a generator delegating with `yield*`: that would add a
- * generator's hops to every event of the run.
- */
-function tracked(runs: RunLifecycle, abort: RunAbort, request: StartRunInput["request"], run: RunSteps): RunSteps {
-  let unfollowClient: (() => void) | undefined;
-  let ended = false;
-  let client = request;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    unfollowClient?.();
-    runs.release(abort);
-  };
-  const onStep = (step: IteratorResult<TextPart, RunOutcome>) => {
-    if (step.done) end();
-    return step;
-  };
-  const onError = (error: unknown): never => {
-    end();
-    throw error;
-  };
-  return {
-    next() {
-      if (!unfollowClient && !ended) {
-        unfollowClient = client ? runs.followClient(client, abort) : NOT_FOLLOWED;
-        client = null;
-      }
-      return run.next().then(onStep, onError);
-    },
   };
 }

@@ -86,7 +86,12 @@ export class Transcript {
   #livechatMode: ConversationMode | null = null;
   #stepId: string | null = null;
   #nodeType: string | null = null;
-  #open: { id: string; content: string; toolCalls?: ToolCall[] } | null = null;
+  /**
+   * The text being written: its pieces, joined when it closes. A string grown by `+=` is a
+   * tree of 32-byte nodes, one per delta, kept for the text's life; an array holds each
+   * piece for 8 (docs/benchmarks.md, "Memory per open stream").
+   */
+  #open: { id: string; pieces: string[]; toolCalls?: ToolCall[] } | null = null;
   readonly #options: TranscriptOptions;
 
   constructor(options: TranscriptOptions) {
@@ -207,10 +212,11 @@ export class Transcript {
     let open = this.#open;
     let start: TextPart | null = null;
     if (!open) {
-      open = this.#open = { id: newUuid(), content: "" };
+      open = this.#open = { id: newUuid(), pieces: [delta] };
       if (live) start = { type: "text-start", id: open.id };
+    } else {
+      open.pieces.push(delta);
     }
-    open.content += delta;
     if (!live) return NO_PARTS;
     const part: TextPart = { type: "text-delta", id: open.id, delta };
     return start ? [start, part] : [part];
@@ -220,7 +226,7 @@ export class Transcript {
   #wholeText(content: string): readonly TextPart[] {
     const before = this.#closeText();
     const id = newUuid();
-    this.#open = { id, content };
+    this.#open = { id, pieces: [content] };
     const after = this.#closeText();
     if (!this.#options.live) return NO_PARTS;
     const parts: TextPart[] = [...before, { type: "text-start", id }];
@@ -245,7 +251,7 @@ export class Transcript {
     const open = this.#open;
     if (!open) return NO_PARTS;
     this.#open = null;
-    const message = this.message("assistant", open.content);
+    const message = this.message("assistant", open.pieces.length === 1 ? (open.pieces[0] as string) : open.pieces.join(""));
     if (open.toolCalls) message.toolCalls = open.toolCalls;
     this.produced.push(message);
     if (this.#pendingOptions) {
