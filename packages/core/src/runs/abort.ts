@@ -10,10 +10,12 @@ export class RunAbort {
   #reason: unknown = undefined;
   #controller: AbortController | undefined;
   /**
-   * An array, made with the first listener: most aborts have one or none, and a Set costs
-   * 150 bytes from the start (docs/benchmarks.md, "Memory per open stream").
+   * The first listener, and the others in an array made with the second: most aborts have
+   * one listener or none at a time, and an array that grew past one is 120 bytes kept for the
+   * run's life (a Set, 150 from the start; docs/benchmarks.md, "Memory per open stream").
    */
-  #listeners: ((reason: unknown) => void)[] | undefined;
+  #listener: Listener | undefined;
+  #more: Listener[] | undefined;
 
   /** Whether the run was told to stop. */
   get aborted(): boolean {
@@ -31,26 +33,45 @@ export class RunAbort {
     this.#aborted = true;
     this.#reason = reason ?? new DOMException("The run was aborted.", "AbortError");
     this.#controller?.abort(this.#reason);
-    const listeners = this.#listeners;
-    this.#listeners = undefined;
-    for (const listener of listeners ?? []) listener(this.#reason);
+    const first = this.#listener;
+    const more = this.#more;
+    this.#listener = undefined;
+    this.#more = undefined;
+    first?.(this.#reason);
+    if (more) for (const listener of more) listener(this.#reason);
   }
 
   /** Calls `listener` once when aborted (at once if it already is); returns what removes it. */
-  onAbort(listener: (reason: unknown) => void): () => void {
+  onAbort(listener: Listener): () => void {
     if (this.#aborted) {
       listener(this.#reason);
       return () => undefined;
     }
-    if (this.#listeners) this.#listeners.push(listener);
-    else this.#listeners = [listener];
+    this.listen(listener);
     return () => this.offAbort(listener);
   }
 
-  /** Removes a listener added with {@link onAbort}; one that is not there is ignored. */
-  offAbort(listener: (reason: unknown) => void): void {
-    const index = this.#listeners?.indexOf(listener) ?? -1;
-    if (index >= 0) this.#listeners?.splice(index, 1);
+  /**
+   * Calls `listener` once when aborted, until {@link offAbort}; unlike {@link onAbort}, not
+   * at once when already aborted, and without making a function that removes it.
+   */
+  listen(listener: Listener): void {
+    if (this.#aborted) return;
+    if (this.#listener === undefined && this.#more === undefined) this.#listener = listener;
+    else (this.#more ??= []).push(listener);
+  }
+
+  /** Removes a listener added with {@link onAbort} or {@link listen}; one that is not there is ignored. */
+  offAbort(listener: Listener): void {
+    if (this.#listener === listener) {
+      // The next one, if any, moves up: listeners are called in the order they were added.
+      this.#listener = this.#more?.shift();
+      if (this.#more?.length === 0) this.#more = undefined;
+      return;
+    }
+    const index = this.#more?.indexOf(listener) ?? -1;
+    if (index >= 0) this.#more?.splice(index, 1);
+    if (this.#more?.length === 0) this.#more = undefined;
   }
 
   /** An `AbortSignal` that follows this abort, made on first use. */
@@ -62,3 +83,5 @@ export class RunAbort {
     return this.#controller.signal;
   }
 }
+
+type Listener = (reason: unknown) => void;

@@ -8,7 +8,7 @@ import type {
   ClaimTurnInput,
   CompleteRunInput,
   ConversationMode,
-  ConversationRecord,
+  MessageRecord,
   ModeChange,
   NewMessage,
   RunConversation,
@@ -152,9 +152,14 @@ type FlowEnd = Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
 class RunDriver implements RunSteps {
   readonly #input: RunInput;
   #client: FollowedClient | null;
-  /** What stops following the client, once followed. */
-  #unfollow: (() => void) | undefined;
+  #followed = false;
+  /** The turn, once claimed, until the flow runs: then only what the run's end needs of it is kept. */
   #turn: ClaimedTurn | null;
+  /** The conversation's mode, and since when, as the run found it. */
+  #mode: ConversationMode = "bot";
+  #modeSince = "";
+  /** The run's user message, for a run stored whole at its end (not `begun`). */
+  #userMessage: MessageRecord | null = null;
   #startedMs: number;
   #transcript: Transcript | undefined;
   #held: HeldTurn | null = null;
@@ -162,10 +167,12 @@ class RunDriver implements RunSteps {
   #events: AsyncIterator<FlowEvent, unknown> | undefined;
   /** The channel's limit on the flow's time, in seconds, while the flow runs. */
   #limitSeconds = 0;
-  /** Ends the wait for the flow's next event when the run aborts. */
-  #wake: ((value: typeof ABORTED) => void) | null = null;
-  /** Made once per run: one listener for the whole run rather than a race per event. */
-  readonly #onAbort = () => this.#wake?.(ABORTED);
+  /**
+   * Ends the wait for the flow's next event when the run aborts: the wait's own `resolve`,
+   * listening to the abort for as long as the wait lasts, so that a run waiting on its flow
+   * keeps no listener of its own (docs/benchmarks.md, "Memory per open stream").
+   */
+  #wake: ((value: unknown) => void) | null = null;
   /** What the flow ended with, once it ended. */
   #end: FlowEnd | undefined;
   /** The parts of the last event, handed out one per step. */
@@ -178,13 +185,15 @@ class RunDriver implements RunSteps {
     this.#input = input;
     this.#client = client;
     this.#turn = input.claimed;
+    // The driver keeps the turn, and only until its flow runs (see #begin).
+    input.claimed = null;
     this.#startedMs = input.claimedAtMs;
   }
 
   async next(): Promise<IteratorResult<TextPart, RunOutcome>> {
-    if (this.#nextPart < this.#parts.length) return { done: false, value: this.#parts[this.#nextPart++] as TextPart };
+    if (this.#nextPart < this.#parts.length) return { done: false, value: this.#handOut() };
     if (this.#over) return { done: true, value: undefined as never };
-    if (this.#unfollow === undefined) this.#followClient();
+    if (!this.#followed) this.#followClient();
     try {
       if (!this.#transcript) {
         const early = await this.#begin();
@@ -199,18 +208,21 @@ class RunDriver implements RunSteps {
         let end: FlowEnd | undefined;
         let parts = NO_PARTS;
         try {
-          const step = abort.aborted ? ABORTED : await this.#nextEvent(this.#events as AsyncIterator<FlowEvent, unknown>);
-          if (step === ABORTED) end = CANCELLED;
+          const woken = abort.aborted ? abort.reason : await this.#nextEvent(this.#events as AsyncIterator<FlowEvent, unknown>);
+          // The wait ends with the abort's reason or a step (the flow's own new object, never the reason).
+          const step = woken as IteratorResult<FlowEvent, unknown>;
+          if (abort.aborted && woken === abort.reason) end = CANCELLED;
           else if (step.done) end = { status: "success", result: step.value ?? null, error: null };
           else parts = transcript.apply(step.value);
         } catch (thrown) {
           end = abort.aborted ? CANCELLED : { status: "error", result: null, error: thrown instanceof Error ? thrown.message : String(thrown) };
         }
+        this.#stopWaking();
         if (end) parts = this.#flowEnded(end, transcript);
         if (parts.length > 0) {
           this.#parts = parts;
-          this.#nextPart = 1;
-          return { done: false, value: parts[0] as TextPart };
+          this.#nextPart = 0;
+          return { done: false, value: this.#handOut() };
         }
       }
       this.#over = true;
@@ -224,16 +236,26 @@ class RunDriver implements RunSteps {
   /** The run is over: the client is no longer followed and the lifecycle releases it. */
   #ended(outcome: RunOutcome | undefined): IteratorResult<TextPart, RunOutcome> {
     this.#over = true;
-    this.#unfollow?.();
     this.#input.lifecycle.release(this.#input.abort);
     return { done: true, value: outcome as RunOutcome };
   }
 
+  /** The next part of the last event's; the parts are let go with the last one. */
+  #handOut(): TextPart {
+    const part = this.#parts[this.#nextPart++] as TextPart;
+    if (this.#nextPart === this.#parts.length) this.#parts = NO_PARTS;
+    return part;
+  }
+
   #followClient(): void {
+    this.#followed = true;
     const client = this.#client;
     // The request is not kept once followed: a stream may stay open for minutes.
     this.#client = null;
-    this.#unfollow = client ? this.#input.lifecycle.followClient(client, this.#input.abort) : NOT_FOLLOWED;
+    // Followed for the request's life, not unfollowed at the run's end: a client that leaves
+    // then aborts a run that is over, which does nothing, and what unfollowing would keep for
+    // the run's whole life (a function and its scope) is more than that listener.
+    if (client) this.#input.lifecycle.followClient(client, this.#input.abort);
   }
 
   /**
@@ -273,25 +295,38 @@ class RunDriver implements RunSteps {
     this.#limitSeconds = input.channel.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
     lifecycle.deadlines.start(abort, this.#limitSeconds);
     this.#events = flowIterator(input.flow, new RunFlowContext(input, turn));
-    // Each wait for the flow's next event also ends when the run aborts, so that a flow that
-    // ignores its signal is not waited for.
-    abort.onAbort(this.#onAbort);
+    // The turn's records are let go for as long as the flow runs: a stream may stay open for
+    // minutes, and they are a few hundred bytes (docs/benchmarks.md, "Memory per open stream").
+    this.#mode = turn.conversation.mode;
+    this.#modeSince = turn.conversation.modeSince;
+    if (!input.begun) this.#userMessage = turn.userMessage;
+    this.#turn = null;
     return undefined;
   }
 
-  /** The flow's next event, or {@link ABORTED} once the run aborts. */
-  #nextEvent(events: AsyncIterator<FlowEvent, unknown>): Promise<IteratorResult<FlowEvent, unknown> | typeof ABORTED> {
+  /**
+   * The flow's next event, or the abort's reason once the run aborts: each wait also ends
+   * when the run aborts, so that a flow that ignores its signal is not waited for.
+   */
+  #nextEvent(events: AsyncIterator<FlowEvent, unknown>): Promise<unknown> {
+    const abort = this.#input.abort;
     return new Promise((resolve, reject) => {
       this.#wake = resolve;
+      abort.listen(resolve);
       events.next().then(resolve, reject);
     });
+  }
+
+  /** The wait for the flow's event is over: its `resolve` no longer listens to the abort. */
+  #stopWaking(): void {
+    if (this.#wake === null) return;
+    this.#input.abort.offAbort(this.#wake);
+    this.#wake = null;
   }
 
   /** The flow ended: what it ended with is kept, and the text left open is closed. */
   #flowEnded(end: FlowEnd, transcript: Transcript): readonly TextPart[] {
     const { abort, lifecycle } = this.#input;
-    this.#wake = null;
-    abort.offAbort(this.#onAbort);
     lifecycle.deadlines.end(abort, this.#limitSeconds);
     if (end.status === "cancelled") {
       if (abort.reason instanceof RunTimedOut) {
@@ -311,7 +346,6 @@ class RunDriver implements RunSteps {
   async #finish(end: FlowEnd, transcript: Transcript): Promise<RunOutcome> {
     const input = this.#input;
     const { lifecycle, storage } = input;
-    const turn = this.#turn as ClaimedTurn;
     if (this.#held) lifecycle.releaseTurn(this.#held);
     // A handover is stored once the flow ended well, as waiting when someone can take it.
     const handedOver = end.status === "success" && transcript.handedOver;
@@ -326,9 +360,9 @@ class RunDriver implements RunSteps {
       completedAt: isoTimestamp(completedMs),
       durationMs: completedMs - this.#startedMs,
     });
-    const change = modeChange(turn.conversation, handedOver, available, outcome.completedAt);
+    const change = modeChange(this.#mode, this.#modeSince, handedOver, available, outcome.completedAt);
     if (!input.begun) {
-      const messages = input.trigger === "start" ? outcome.produced : [turn.userMessage as NewMessage].concat(outcome.produced);
+      const messages = input.trigger === "start" ? outcome.produced : [this.#userMessage as NewMessage].concat(outcome.produced);
       const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
       if (transcript.flowState) whole.flowState = transcript.flowState.value;
       if (change) whole.mode = change.to;
@@ -354,9 +388,6 @@ class RunDriver implements RunSteps {
   }
 }
 
-/** What stops following a client that is not followed. */
-const NOT_FOLLOWED = () => undefined;
-
 const NO_PARTS: readonly TextPart[] = Object.freeze([]);
 
 /** How a flow stopped by the run's abort ends. */
@@ -368,9 +399,7 @@ const CANCELLED: FlowEnd = Object.freeze({ status: "cancelled", result: null, er
  * The live chat gets its id when an agent accepts it, not here (interface.md: the id of the
  * active or closed live chat).
  */
-function modeChange(conversation: ConversationRecord, handedOver: boolean, available: boolean, at: string): ModeChange | undefined {
-  const from = conversation.mode;
-  const since = conversation.modeSince;
+function modeChange(from: ConversationMode, since: string, handedOver: boolean, available: boolean, at: string): ModeChange | undefined {
   if (handedOver) return { from, since, to: available ? "livechat_waiting" : "livechat_unavailable", at };
   return from === "bot" ? undefined : { from, since, to: "bot", at };
 }
@@ -469,8 +498,6 @@ function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
   };
 }
 
-const ABORTED = Symbol("aborted");
-
 /** How long a run may last when its channel sets no limit, in seconds. */
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
 
@@ -483,10 +510,9 @@ function userMessageOf(runId: string, payload: string, timestamp: string, estima
 }
 
 /** The conversation's most recent messages before this run's own user message, oldest first. */
-async function historyBefore(storage: Storage, turn: ClaimedTurn, limit: number): Promise<FlowHistoryMessage[]> {
-  const own = turn.userMessage.turnIndex;
+async function historyBefore(storage: Storage, conversationId: string, own: number, limit: number): Promise<FlowHistoryMessage[]> {
   if (own === 0 || limit <= 0) return [];
-  const messages = await storage.listRecentMessages(turn.userMessage.conversationId, limit + 1);
+  const messages = await storage.listRecentMessages(conversationId, limit + 1);
   const before = messages.filter((message) => message.turnIndex < own).slice(-limit);
   return before.map(({ role, content, toolCalls, toolCallId }) => ({ role, content, toolCalls, toolCallId }));
 }
@@ -508,7 +534,8 @@ class RunFlowContext implements FlowContext {
   readonly isNewConversation: boolean;
   readonly state: unknown;
   readonly #input: RunInput;
-  readonly #turn: ClaimedTurn;
+  /** The turn index of the run's user message: history is what came before it. */
+  readonly #userTurn: number;
   #channel: FlowContext["channel"] | undefined;
   #history: FlowContext["history"] | undefined;
   constructor(input: RunInput, turn: ClaimedTurn) {
@@ -521,7 +548,7 @@ class RunFlowContext implements FlowContext {
     this.isNewConversation = input.conversation.isNew;
     this.state = turn.conversation.flowState ?? undefined;
     this.#input = input;
-    this.#turn = turn;
+    this.#userTurn = turn.userMessage.turnIndex;
   }
   get channel(): FlowContext["channel"] {
     const { channel } = this.#input;
@@ -529,7 +556,7 @@ class RunFlowContext implements FlowContext {
     return this.#channel;
   }
   get history(): FlowContext["history"] {
-    this.#history ??= (limit = this.#input.historyLimit) => historyBefore(this.#input.storage, this.#turn, limit);
+    this.#history ??= (limit = this.#input.historyLimit) => historyBefore(this.#input.storage, this.conversationId, this.#userTurn, limit);
     return this.#history;
   }
   get signal(): AbortSignal {

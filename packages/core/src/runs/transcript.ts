@@ -67,8 +67,12 @@ export function agentMessage(
 export class Transcript {
   /** Messages the run produced (not the user's), in order. */
   readonly produced: NewMessage[] = [];
-  /** Step names in the order they started. */
-  readonly executionOrder: string[] = [];
+  /**
+   * Step names in the order they started. Replaced by a one-element array at the first step:
+   * an empty array grows to 17 slots at its first push, 150 bytes kept for a run that most
+   * often has one step (docs/benchmarks.md, "Memory per open stream").
+   */
+  executionOrder: string[] = [];
   /** The flow's new state, when it set one (`value` may be `undefined`, which clears it). */
   flowState: { value: unknown } | null = null;
   /**
@@ -77,8 +81,8 @@ export class Transcript {
    * "Memory per open stream").
    */
   #optionsByReply: Map<number, ReplyOptions> | null = null;
-  /** Variables the flow set, merged. */
-  readonly variables: Record<string, unknown> = {};
+  /** Variables the flow set, merged (made with the first: most runs set none). */
+  #variables: Record<string, unknown> | null = null;
   /** Reply options given before any reply: they go to the next one. */
   #pendingOptions: ReplyOptions | null = null;
   /** The flow asked a question (`pause`). */
@@ -110,7 +114,8 @@ export class Transcript {
         const parts = this.#closeText();
         this.#stepId = newUuid();
         this.#nodeType = event.nodeType;
-        this.executionOrder.push(event.name);
+        if (this.executionOrder.length === 0) this.executionOrder = [event.name];
+        else this.executionOrder.push(event.name);
         return parts;
       }
       case "text-delta":
@@ -144,7 +149,7 @@ export class Transcript {
         this.#replyOptions(event);
         return NO_PARTS;
       case "variables":
-        Object.assign(this.variables, event.variables);
+        this.#variables = Object.assign(this.#variables ?? {}, event.variables);
         return NO_PARTS;
     }
   }
@@ -202,7 +207,7 @@ export class Transcript {
       durationMs: end.durationMs,
       livechatMode: status === "pending" ? this.#livechatMode : null,
       replyOptions: this.#optionsByReply ?? new Map(),
-      variables: this.variables,
+      variables: this.#variables ?? {},
     };
   }
 
