@@ -58,7 +58,8 @@ export class RunAbort {
   listen(listener: Listener): void {
     if (this.#aborted) return;
     if (this.#listener === undefined && this.#more === undefined) this.#listener = listener;
-    else (this.#more ??= []).push(listener);
+    else if (this.#more) this.#more.push(listener);
+    else this.#more = [listener];
   }
 
   /** Removes a listener added with {@link onAbort} or {@link listen}; one that is not there is ignored. */
