@@ -270,7 +270,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens }),
     trigger: "message",
     claimedAtMs: arrivedMs,
-    metadata: options.metadata ?? {},
+    metadata: options.metadata,
     abort,
     storage,
     lifecycle,

@@ -54,7 +54,8 @@ interface RunInput {
   payload: string;
   /** A `start` run has no user message: it stores only what the flow's `start` produced. */
   trigger: FlowTrigger;
-  metadata: Record<string, unknown>;
+  /** Absent when the request sent none: the flow's `{}` is then made only if read. */
+  metadata: Record<string, unknown> | undefined;
   /** Stops the run: it is then stored `cancelled`, with what was produced so far. */
   abort: RunAbort;
   storage: Storage;
@@ -521,14 +522,13 @@ async function historyBefore(storage: Storage, conversationId: string, own: numb
  * A run's FlowContext. A class rather than an object literal: V8 keeps a literal with a getter
  * as a dictionary, 1 KB of each open stream's heap (docs/benchmarks.md, "Memory per open
  * stream"). What most flows never read is made on first read: `signal` (an `AbortSignal`),
- * `channel`, and `history`, an own function once made, so that a flow may destructure it
+ * `channel`, an absent `metadata`'s `{}`, and `history`, an own function once made, so that a flow may destructure it
  * (`run({ payload, history })`).
  */
 class RunFlowContext implements FlowContext {
   readonly payload: string;
   readonly trigger: FlowTrigger;
   readonly language: string | null;
-  readonly metadata: Record<string, unknown>;
   readonly runId: string;
   readonly conversationId: string;
   readonly isNewConversation: boolean;
@@ -542,7 +542,6 @@ class RunFlowContext implements FlowContext {
     this.payload = input.payload;
     this.trigger = input.trigger;
     this.language = turn.conversation.language;
-    this.metadata = input.metadata;
     this.runId = input.runId;
     this.conversationId = input.conversation.id;
     this.isNewConversation = input.conversation.isNew;
@@ -561,5 +560,9 @@ class RunFlowContext implements FlowContext {
   }
   get signal(): AbortSignal {
     return this.#input.abort.signal;
+  }
+  get metadata(): Record<string, unknown> {
+    this.#input.metadata ??= {};
+    return this.#input.metadata;
   }
 }

@@ -25,7 +25,8 @@ export interface StartRunInput {
   language?: string | null;
   /** The id a new conversation takes (a random UUID when absent); creating it fails if the id exists. */
   newConversationId?: string;
-  metadata: Record<string, unknown>;
+  /** Free contextual data of the request, which the flow reads as `ctx.metadata` (`{}` when absent). */
+  metadata?: Record<string, unknown>;
   /**
    * The request the run answers: its client going away aborts the run. Null for a run that
    * goes on without its client (a channel with resumable streams).

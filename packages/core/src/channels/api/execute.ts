@@ -58,7 +58,7 @@ async function run(
     flow: registered,
     conversation: existing,
     payload: input.payload,
-    metadata: input.metadata ?? {},
+    metadata: input.metadata,
     request: channel.resumableStreams ? null : request,
     live: live || recorded,
     recorded,

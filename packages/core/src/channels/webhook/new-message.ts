@@ -48,7 +48,6 @@ async function answer(
     flow: channelFlow(ctx, channel),
     conversation,
     payload: userInput,
-    metadata: {},
     request,
     live: false,
   });
