@@ -51,6 +51,7 @@ export function timingSafeEqual(a: string, b: string): boolean {
 
 /** SHA-256 of a string's UTF-8 bytes, as lowercase hex (node:crypto where available, else Web Crypto). */
 export async function sha256Hex(value: string): Promise<string> {
+  if (nativeCrypto?.hash) return nativeCrypto.hash("sha256", value, "hex");
   if (nativeCrypto) return nativeCrypto.createHash("sha256").update(utf8(value)).digest("hex");
   return webSha256Hex(value);
 }
