@@ -234,7 +234,7 @@ class RunDriver implements RunSteps {
     }
   }
 
-  /** The run is over: the client is no longer followed and the lifecycle releases it. */
+  /** The run is over (stored, or failed to be): the lifecycle releases it. */
   #ended(outcome: RunOutcome | undefined): IteratorResult<TextPart, RunOutcome> {
     this.#over = true;
     this.#input.lifecycle.release(this.#input.abort);
