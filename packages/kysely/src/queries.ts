@@ -70,13 +70,10 @@ export function requestPathQueries(db: Kysely<Database>) {
     // A claimed run's outcome as one statement where the database allows, keyed by
     // {@link completeRunKey}.
     completeRun: new PreparedQueries((key: number) => completeRunQuery(db, key >> 1, (key & 1) === 1)),
-    takeTicket: new PreparedQuery(1, ($) =>
-      db
-        .updateTable("conversations")
-        .set((eb) => ({ next_ticket: eb("next_ticket", "+", 1) }))
-        .where("id", "=", $(0))
-        .returning(["next_ticket", "serving"]),
-    ),
+    // A run's ticket and, when it is served at once, its turn and lease: one statement of
+    // `beginRun` where the database has no data-modifying CTEs (SQLite), where a ticket and
+    // a claim were two (docs/benchmarks.md, "Why the code looks like this").
+    takeTicket: new PreparedQuery(3, ($) => takeTicketQuery(db, $)),
     queue: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(["serving", "lease_until"]).where("id", "=", $(0))),
     claim: new PreparedQuery(4, ($) =>
       db
@@ -262,6 +259,28 @@ function finishTurn(db: Kysely<Database>, p: (index: number) => never, setsFlowS
 }
 
 /**
+ * Takes the conversation's next ticket (`$(0)` its id) and, when that ticket is the one
+ * served, its turn and lease (`$(1)` the lease's end, `$(2)` now): the conversation's row as
+ * updated. The ticket taken is `next_ticket - 1`; it was served when `serving` equals it.
+ */
+function takeTicketQuery(db: Kysely<Database>, $: (index: number) => never) {
+  return db
+    .updateTable("conversations")
+    .set((eb) => {
+      // Old values on the right of SET: the ticket taken is the old next_ticket.
+      const served = () => eb("serving", "=", eb.ref("next_ticket"));
+      return {
+        next_ticket: eb("next_ticket", "+", 1),
+        next_turn: eb.case().when(served()).then(eb("next_turn", "+", 1)).else(eb.ref("next_turn")).end(),
+        lease_until: eb.case().when(served()).then($(1)).else(eb.ref("lease_until")).end(),
+        updated_at: eb.case().when(served()).then($(2)).else(eb.ref("updated_at")).end(),
+      };
+    })
+    .where("id", "=", $(0))
+    .returning(CONVERSATION_COLUMNS);
+}
+
+/**
  * A run arriving on an existing conversation, as one statement (data-modifying `WITH`, see
  * docs/benchmarks.md, "Runs that take turns: what they cost"): the conversation's row takes
  * the run's ticket and, when that ticket is the one served, the claim (next turn index, lease),
@@ -276,27 +295,7 @@ function beginRunQuery(db: Kysely<Database>, recorded: boolean) {
   const runOffset = messageOffset + MESSAGE_VALUE_COLUMNS.length;
   return new PreparedQuery(runOffset + RUN_VALUE_COLUMNS.length, ($) =>
     db
-      .with("t", (qc) =>
-        qc
-          .updateTable("conversations")
-          .set((eb) => {
-            // Old values on the right of SET: the ticket taken is the old next_ticket.
-            const served = () => eb("serving", "=", eb.ref("next_ticket"));
-            return {
-              next_ticket: eb("next_ticket", "+", 1),
-              next_turn: eb
-                .case()
-                .when(served())
-                .then(eb("next_turn", "+", 1))
-                .else(eb.ref("next_turn"))
-                .end(),
-              lease_until: eb.case().when(served()).then($(1)).else(eb.ref("lease_until")).end(),
-              updated_at: eb.case().when(served()).then($(2)).else(eb.ref("updated_at")).end(),
-            };
-          })
-          .where("id", "=", $(0))
-          .returning(CONVERSATION_COLUMNS),
-      )
+      .with("t", () => takeTicketQuery(db, $))
       .with("m", (qc) =>
         qc
           .insertInto("messages")

@@ -136,7 +136,7 @@ export class KyselyStorage implements Storage {
     // One round trip instead of a transaction of six: docs/benchmarks.md, "Runs that take turns: what they cost".
     if (this.#exec.dataModifyingCtes) return this.#beginInOneStatement(input);
     return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
-      const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id]));
+      const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id, input.leaseUntil, input.now]));
       if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
       const ticket = Number(row.next_ticket) - 1;
       if (Number(row.serving) !== ticket) {
@@ -145,7 +145,9 @@ export class KyselyStorage implements Storage {
         if (input.stream) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
         return { ticket, claimed: null };
       }
-      return { ticket, claimed: yield* claim(queries, input, ticket, false) };
+      const record = rowToConversation(row);
+      const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, false);
+      return { ticket, claimed: { conversation: record, userMessage } };
     });
   }
 
