@@ -271,7 +271,12 @@ function takeTicketQuery(db: Kysely<Database>, $: (index: number) => never) {
       const served = () => eb("serving", "=", eb.ref("next_ticket"));
       return {
         next_ticket: eb("next_ticket", "+", 1),
-        next_turn: eb.case().when(served()).then(eb("next_turn", "+", 1)).else(eb.ref("next_turn")).end(),
+        next_turn: eb
+          .case()
+          .when(served())
+          .then(eb("next_turn", "+", 1))
+          .else(eb.ref("next_turn"))
+          .end(),
         lease_until: eb.case().when(served()).then($(1)).else(eb.ref("lease_until")).end(),
         updated_at: eb.case().when(served()).then($(2)).else(eb.ref("updated_at")).end(),
       };
