@@ -166,6 +166,131 @@ describe("toNodeHandler with dispatch: the reply", () => {
   });
 });
 
+describe("toNodeHandler with dispatch: frames produced together", () => {
+  /** A ReplyStream of string frames: `first`, then each of `bursts`, a burst's frames resolved one after the other without I/O between them, `gapMs` between bursts. */
+  function frames(bursts: string[][], gapMs: number): ReplyStream {
+    const queue = bursts.map((burst) => [...burst]);
+    let first = true;
+    return {
+      pull() {
+        if (first) {
+          first = false;
+          return "first;";
+        }
+        while (queue.length > 0 && (queue[0] as string[]).length === 0) {
+          queue.shift();
+          if (queue.length > 0) return new Promise((resolve) => setTimeout(() => resolve(((queue[0] as string[]).shift() as string) ?? ""), gapMs));
+        }
+        const burst = queue[0];
+        if (!burst) return Promise.resolve(null);
+        // Resolved at once: the next frame is a microtask away, as a flow's words are.
+        return Promise.resolve(burst.shift() as string);
+      },
+      cancel() {},
+    };
+  }
+
+  it("writes the frames of one burst in one write, and never holds a frame across a timer", async () => {
+    const { ServerResponse } = await import("node:http");
+    const writes: string[] = [];
+    const write = ServerResponse.prototype.write;
+    const end = ServerResponse.prototype.end;
+    ServerResponse.prototype.write = function (this: InstanceType<typeof ServerResponse>, chunk: unknown, ...rest: unknown[]) {
+      writes.push(String(chunk));
+      return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+    } as typeof write;
+    ServerResponse.prototype.end = function (this: InstanceType<typeof ServerResponse>, chunk?: unknown, ...rest: unknown[]) {
+      if (typeof chunk === "string") writes.push(`end:${chunk}`);
+      return (end as (...args: unknown[]) => unknown).call(this, chunk, ...rest);
+    } as typeof end;
+    try {
+      const port = await start(async () => ({
+        status: 200,
+        headers: { "content-type": "text/event-stream" },
+        body: frames(
+          [
+            ["a;", "b;", "c;"],
+            ["d;", "e;"],
+          ],
+          30,
+        ),
+      }));
+      expect((await exchange(port)).body).toBe("first;a;b;c;d;e;");
+      // The first frame at once, each burst in one write (the last one with the end).
+      expect(writes).toEqual(["first;", "a;b;c;", "end:d;e;"]);
+    } finally {
+      ServerResponse.prototype.write = write;
+      ServerResponse.prototype.end = end;
+    }
+  });
+
+  it("sends a burst's frames before the wait that follows them", async () => {
+    const port = await start(async () => ({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body: frames([["a;", "b;"], ["late;"]], 300),
+    }));
+    const arrived = await new Promise<{ at: number; text: string }[]>((resolve, reject) => {
+      const started = Date.now();
+      const seen: { at: number; text: string }[] = [];
+      const client = httpRequest({ host: "127.0.0.1", port, method: "POST" });
+      client.once("error", reject);
+      client.once("response", (res) => {
+        res.setEncoding("utf8");
+        res.on("data", (text: string) => seen.push({ at: Date.now() - started, text }));
+        res.once("end", () => resolve(seen));
+      });
+      client.end();
+    });
+    const text = arrived.map((part) => part.text).join("");
+    expect(text).toBe("first;a;b;late;");
+    const b = arrived.find((part) => part.text.includes("b;")) as { at: number };
+    // "b;" left with its burst, not with the frame 300 ms later.
+    expect(b.at).toBeLessThan(250);
+  });
+
+  it("stops pulling string frames while the client does not read, and resumes when it does", async () => {
+    const FRAME = `data: ${"x".repeat(1000)}\n\n`;
+    const TOTAL = 40_000; // 40 MB if nothing held the producer back
+    let pulls = 0;
+    const port = await start(async () => ({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body: {
+        pull() {
+          if (pulls === TOTAL) return Promise.resolve(null);
+          pulls++;
+          // Every frame ready at once: only the socket's back-pressure can hold the producer.
+          return Promise.resolve(FRAME);
+        },
+        cancel() {},
+      },
+    }));
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const client = httpRequest({ host: "127.0.0.1", port, method: "POST" });
+      client.once("error", reject);
+      client.once("response", resolve);
+      client.end();
+    });
+    let last = -1;
+    let unchanged = 0;
+    for (let waited = 0; unchanged < 6 && waited < 100; waited++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      unchanged = pulls === last ? unchanged + 1 : 0;
+      last = pulls;
+    }
+    expect(pulls).toBeGreaterThan(0);
+    expect(pulls).toBeLessThan(TOTAL / 4);
+    let bytes = 0;
+    response.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    await new Promise((resolve) => response.once("end", resolve));
+    expect(pulls).toBe(TOTAL);
+    expect(bytes).toBe(TOTAL * FRAME.length);
+  });
+});
+
 describe("toNodeHandler with dispatch: the client going away", () => {
   it("is told through onClientGone, and through signal when it is read", async () => {
     let request: IncomingRequest | undefined;

@@ -43,6 +43,13 @@ export function writeWebResponse(res: ServerResponse, response: Response): Promi
  * function suspended while a stream waits for its next chunk: its callers return its promise
  * rather than await it, and `close` is listened to with `on`, not `once` and its wrapper
  * (docs/benchmarks.md, "Memory per open stream").
+ *
+ * After the first, the frames a run produces together (in one drain of the microtask queue,
+ * such as a reply's words from a flow that never waits) leave in one write at its end
+ * (`process.nextTick`, which runs once the microtasks are done): node:http frames and queues
+ * each write of a chunked body on its own, 57 pieces for an echo stream written an event at a
+ * time, 13 so (docs/benchmarks.md, "Why the code looks like this"). A frame never waits for
+ * I/O or a timer.
  */
 async function writeStream(res: ServerResponse, stream: ReplyStream): Promise<void> {
   let ended = false;
@@ -50,6 +57,12 @@ async function writeStream(res: ServerResponse, stream: ReplyStream): Promise<vo
     if (!ended) stream.cancel();
   };
   res.on("close", cancel);
+  /** Frames pulled since the last write, written when the microtasks are done. */
+  let pending = "";
+  const flush = () => {
+    if (pending !== "" && !res.destroyed && !res.writableEnded) res.write(pending);
+    pending = "";
+  };
   try {
     let next = stream.pull();
     // The status line goes out at once when no chunk is ready, so that the client sees it
@@ -61,21 +74,36 @@ async function writeStream(res: ServerResponse, stream: ReplyStream): Promise<vo
       const chunk = await next;
       if (chunk === null) break;
       if (res.destroyed) return;
-      const flowing = res.write(chunk);
       if (first) {
         first = false;
+        res.write(chunk);
         // node:http holds writes until the end of the tick to send them together; the first
         // event must not wait for the work that follows it in the same tick (a run that never
         // awaits, up to its stored end), so it is sent now.
         if (res.socket?.writableCorked) res.socket.uncork();
+      } else if (typeof chunk === "string") {
+        if (pending === "") process.nextTick(flush);
+        pending += chunk;
+        // A run that produces more than the socket holds without waiting is written now, so
+        // that the back-pressure below holds it.
+        if (pending.length >= res.writableHighWaterMark) flush();
+      } else {
+        flush();
+        res.write(chunk);
       }
-      if (!flowing) await drained(res);
+      // Back-pressure: the next chunk is pulled once the socket took what was written. A
+      // write made by `flush` since is seen here at the next chunk.
+      if (res.writableNeedDrain) await drained(res);
       next = stream.pull();
     }
     ended = true;
-    res.end();
+    // The last frames leave with the end of the body.
+    if (pending === "") res.end();
+    else res.end(pending);
+    pending = "";
   } catch {
     ended = true;
+    pending = "";
     res.destroy();
   } finally {
     res.off("close", cancel);
