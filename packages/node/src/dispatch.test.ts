@@ -167,9 +167,13 @@ describe("toNodeHandler with dispatch: the reply", () => {
 });
 
 describe("toNodeHandler with dispatch: frames produced together", () => {
-  /** A ReplyStream of string frames: `first`, then each of `bursts`, a burst's frames resolved one after the other without I/O between them, `gapMs` between bursts. */
+  /**
+   * A ReplyStream of string frames: `first;`, then each of `bursts`. A burst's first frame
+   * comes `gapMs` after the one before (a timer, as a model's next token would), the others
+   * a microtask after it (as a flow's words that never wait); the first burst starts at once.
+   */
   function frames(bursts: string[][], gapMs: number): ReplyStream {
-    const queue = bursts.map((burst) => [...burst]);
+    const queue = bursts.flatMap((burst, b) => burst.map((frame, i) => ({ frame, afterGap: b > 0 && i === 0 })));
     let first = true;
     return {
       pull() {
@@ -177,14 +181,10 @@ describe("toNodeHandler with dispatch: frames produced together", () => {
           first = false;
           return "first;";
         }
-        while (queue.length > 0 && (queue[0] as string[]).length === 0) {
-          queue.shift();
-          if (queue.length > 0) return new Promise((resolve) => setTimeout(() => resolve(((queue[0] as string[]).shift() as string) ?? ""), gapMs));
-        }
-        const burst = queue[0];
-        if (!burst) return Promise.resolve(null);
-        // Resolved at once: the next frame is a microtask away, as a flow's words are.
-        return Promise.resolve(burst.shift() as string);
+        const next = queue.shift();
+        if (!next) return Promise.resolve(null);
+        if (next.afterGap) return new Promise((resolve) => setTimeout(() => resolve(next.frame), gapMs));
+        return Promise.resolve(next.frame);
       },
       cancel() {},
     };
