@@ -36,6 +36,8 @@ interface Ask {
   name: string;
   rule: RateLimitRule;
   key: string;
+  /** The key as stored ({@link storedKey}). */
+  stored: string;
   resolve(count: RateLimitCount): void;
 }
 
@@ -70,7 +72,7 @@ export function batchedCounts(table: CountsTable): RateLimitStore {
     queue = [];
     const byKey = new Map<string, Ask[]>();
     for (const ask of batch) {
-      const key = storedKey(ask);
+      const key = ask.stored;
       const asks = byKey.get(key);
       if (asks) asks.push(ask);
       else byKey.set(key, [ask]);
@@ -105,14 +107,15 @@ export function batchedCounts(table: CountsTable): RateLimitStore {
 
   return {
     consume(name, rule, key) {
-      const until = blockedUntil.get(storedKey({ name, rule, key }));
+      const stored = storedKey(name, rule, key);
+      const until = blockedUntil.get(stored);
       if (until !== undefined) {
         const left = until - Date.now();
         if (left > 0) return Promise.resolve({ allowed: false, remaining: 0, resetMs: left });
       }
       return new Promise<RateLimitCount>((resolve) => {
         if (queue.length === 0) afterIo(flush);
-        queue.push({ name, rule, key, resolve });
+        queue.push({ name, rule, key, stored, resolve });
       });
     },
     async close() {
@@ -123,6 +126,6 @@ export function batchedCounts(table: CountsTable): RateLimitStore {
 }
 
 /** The key as rate-limiter-flexible stored it: `ck:`, the limit, then the client's key. */
-function storedKey({ name, rule, key }: Pick<Ask, "name" | "rule" | "key">): string {
+function storedKey(name: string, rule: RateLimitRule, key: string): string {
   return `ck:${name}:${rule.requests}:${rule.windowSeconds}:${key}`;
 }

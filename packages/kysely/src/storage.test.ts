@@ -287,6 +287,38 @@ describe("the request path's reads on SQLite", () => {
   });
 });
 
+describe("the channel records of the request path", () => {
+  // Two connections on one file, as two processes: the reader and the one that changes the channel.
+  it("are one frozen record while the channel's row is unchanged, and the changed row the very next read", async () => {
+    const file = tempFile();
+    const reader = await migrated(file);
+    const writer = await migrated(file);
+    const { channel, key } = await seed(reader);
+    const webhook = { ...channelRecord(channel.tenantId), type: "webhook" as const, clientId: `client-${randomUUID()}`, languages: ["en_US"] };
+    await reader.createChannel(webhook, keyRecord(webhook, `hash-${randomUUID()}`));
+
+    const first = await reader.findKeyByHash(key.hash);
+    const again = await reader.findKeyByHash(key.hash);
+    expect(first?.channel).toEqual(channel);
+    expect(again?.channel).toBe(first?.channel);
+    expect(again?.key).not.toBe(first?.key);
+    expect(Object.isFrozen(first?.channel)).toBe(true);
+    expect(Object.isFrozen(first?.channel.allowedOrigins)).toBe(true);
+    expect(() => first?.channel.allowedOrigins.push("https://other.example.com")).toThrow(TypeError);
+    const hooked = await reader.findChannelByClientId(webhook.clientId);
+    expect(hooked).toEqual(webhook);
+    expect(await reader.findChannelByClientId(webhook.clientId)).toBe(hooked);
+
+    await writer.updateChannel(channel.id, { allowedOrigins: ["https://new.example.com"] }, LATER);
+    await writer.updateChannel(webhook.id, { state: "inactive" }, LATER);
+    const changed = await reader.findKeyByHash(key.hash);
+    expect(changed?.channel).toEqual({ ...channel, allowedOrigins: ["https://new.example.com"], updatedAt: LATER });
+    expect(await reader.findChannelByClientId(webhook.clientId)).toEqual({ ...webhook, state: "inactive", updatedAt: LATER });
+    // The record that was handed out is as it was: a request that holds it is not changed under it.
+    expect(first?.channel).toEqual(channel);
+  });
+});
+
 describe("completeRun on SQLite", () => {
   // KNOWN REGRESSION (reported): the SQLite executor of sqlite() no longer falls back to
   // Kysely's driver while Kysely holds a transaction open on the shared connection, so the

@@ -24,6 +24,7 @@ import type {
   StoreRunInput,
   TenantRecord,
 } from "@channelkit/core";
+import { ChannelRecords } from "./channel-records.js";
 import { newConversationRecord, storedMessage } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
@@ -58,6 +59,8 @@ export class KyselyStorage implements Storage {
   readonly db: Kysely<Database>;
   readonly #exec: Executor;
   readonly #queries: ReturnType<typeof requestPathQueries>;
+  /** The request path's channel records, made once per version of a channel's row. */
+  readonly #channels = new ChannelRecords();
   /** The feed between the processes on this database: `NOTIFY` on Postgres, a table on SQLite; none on a Kysely of your own. */
   readonly feed?: LiveFeed;
   /** Where the rate limits count: a table of this database, shared by every instance on it, the counts of concurrent requests batched. */
@@ -108,7 +111,7 @@ export class KyselyStorage implements Storage {
       expiresAt: row.key_expires_at,
       revokedAt: row.key_revoked_at,
     };
-    return { key, channel: rowToChannel(row) };
+    return { key, channel: this.#channels.of(row) };
   }
 
   async findConversation(id: string): Promise<ConversationRecord | null> {
@@ -439,7 +442,7 @@ export class KyselyStorage implements Storage {
 
   async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
     const row = (await this.#exec.rows(this.#queries.channelByClientId.bind([clientId])))[0];
-    return row ? rowToChannel(row) : null;
+    return row ? this.#channels.of(row) : null;
   }
 
   async listChannels(query: ChannelQuery = {}): Promise<ChannelRecord[]> {

@@ -3,7 +3,7 @@ import type { ChannelRecord, KeyWithChannel } from "../storage/types.js";
 import { clientAddress } from "./address.js";
 import { type AppliedLimit, rateLimitHeaders } from "./headers.js";
 import type { CHANNEL_LIMITS, RateLimitSetting, ServiceRateLimits } from "./rules.js";
-import type { RateLimitStore } from "./store.js";
+import type { RateLimitCount, RateLimitStore } from "./store.js";
 
 /** What the limiter reads of a request. */
 interface LimitedRequest {
@@ -122,21 +122,29 @@ export class RateLimiter {
     return address === undefined ? undefined : `${channel.id}|${address}`;
   }
 
+  /**
+   * Counts `request` against each limit that applies, concurrently. A loop rather than an
+   * async map: no promise per limit besides the store's own, on every request
+   * (docs/benchmarks.md, "Why the code looks like this").
+   */
   async #count(request: LimitedRequest, limits: [Policy, RateLimitSetting, string | undefined][]): Promise<void> {
-    const counted = await Promise.all(
-      limits.map(async ([policy, rule, key]): Promise<AppliedLimit | null> => {
-        if (rule === false || key === undefined) return null;
-        return { policy, rule, count: await this.#store.consume(policy, rule, key) };
-      }),
-    );
-    const applied = counted.filter((limit) => limit !== null);
-    if (applied.length === 0) return;
+    const applied: AppliedLimit[] = [];
+    const counts: Promise<RateLimitCount>[] = [];
+    for (const [policy, rule, key] of limits) {
+      if (rule === false || key === undefined) continue;
+      applied.push({ policy, rule, count: ALLOWED });
+      counts.push(this.#store.consume(policy, rule, key));
+    }
+    if (counts.length === 0) return;
+    const answered = counts.length === 1 ? [await (counts[0] as Promise<RateLimitCount>)] : await Promise.all(counts);
+    for (let i = 0; i < answered.length; i++) (applied[i] as AppliedLimit).count = answered[i] as RateLimitCount;
     const previous = this.#applied.get(request);
-    this.#applied.set(request, previous ? [...previous, ...applied] : applied);
+    const all = previous ? [...previous, ...applied] : applied;
+    this.#applied.set(request, all);
     const refused = applied.find(({ count }) => !count.allowed);
     if (refused) {
       const { policy, rule } = refused;
-      const headers = rateLimitHeaders(this.#applied.get(request) ?? applied);
+      const headers = rateLimitHeaders(all);
       throw new ServiceError(
         "rate_limited",
         `Too many requests: the limit is ${rule.requests} per ${rule.windowSeconds} s for ${COUNTED[policy as Policy]}. Retry in ${headers["retry-after"]} s.`,
@@ -145,3 +153,6 @@ export class RateLimiter {
     }
   }
 }
+
+/** A count's place holder until the store answers. */
+const ALLOWED: RateLimitCount = Object.freeze({ allowed: true, remaining: 0, resetMs: 0 });

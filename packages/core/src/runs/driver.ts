@@ -116,7 +116,8 @@ export function claimOf(
     durationMs: 0,
   };
   const userMessage = userMessageOf(input.runId, input.payload, now, input.estimateTokens);
-  return { conversation: input.conversation, run, userMessage, now, leaseUntil: isoTimestamp(nowMs + leaseMs), claimUntil: isoTimestamp(nowMs + leaseMs) };
+  const leaseUntil = isoTimestamp(nowMs + leaseMs);
+  return { conversation: input.conversation, run, userMessage, now, leaseUntil, claimUntil: leaseUntil };
 }
 
 /**

@@ -520,7 +520,11 @@ export interface ChannelQuery {
 
 /** The operations core needs from a database. */
 export interface Storage {
-  /** Finds a key by the hash of its string, with its channel, in one query. */
+  /**
+   * Finds a key by the hash of its string, with its channel, in one query. The channel may be
+   * a frozen record that the store hands to every request while the channel's row is
+   * unchanged (as `@channelkit/kysely` does): treat it as read-only.
+   */
   findKeyByHash(hash: string): Promise<KeyWithChannel | null>;
   findConversation(id: string): Promise<ConversationRecord | null>;
   /** The most recent `limit` messages of a conversation, oldest first. */
@@ -586,7 +590,7 @@ export interface Storage {
   /** Creates a channel and its first key (and records `audit`) in one transaction. */
   createChannel(channel: ChannelRecord, key: ApiKeyRecord, audit?: AuditEventRecord): Promise<void>;
   findChannel(id: string): Promise<ChannelRecord | null>;
-  /** The webhook channel whose public `client_id` this is. */
+  /** The webhook channel whose public `client_id` this is; as with {@link findKeyByHash}, possibly a frozen, shared record. */
   findChannelByClientId(clientId: string): Promise<ChannelRecord | null>;
   /** Channels, archived ones included, oldest first (by `createdAt`, then `id`): one tenant's with `tenantId`, else every tenant's. */
   listChannels(query?: ChannelQuery): Promise<ChannelRecord[]>;
