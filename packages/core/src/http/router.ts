@@ -23,17 +23,21 @@ interface CompiledRoute<Ctx> extends Route<Ctx> {
 
 /** A route table: finds the route of a request, or explains why none matches (404, 405). */
 export class Router<Ctx> {
-  readonly #routes: CompiledRoute<Ctx>[] = [];
+  /** The routes by their number of segments, in the order they were added: a path is tried only against routes of its length. */
+  readonly #bySize = new Map<number, CompiledRoute<Ctx>[]>();
 
   add(route: Route<Ctx>): this {
-    this.#routes.push({ ...route, method: route.method.toUpperCase(), segments: split(route.path) });
+    const segments = split(route.path);
+    const routes = this.#bySize.get(segments.length) ?? [];
+    routes.push({ ...route, method: route.method.toUpperCase(), segments });
+    this.#bySize.set(segments.length, routes);
     return this;
   }
 
   match(method: string, pathname: string): { route: Route<Ctx>; params: RouteParams } {
     const segments = split(pathname);
     const allowed: string[] = [];
-    for (const route of this.#routes) {
+    for (const route of this.#bySize.get(segments.length) ?? NO_ROUTES) {
       const params = matchSegments(route.segments, segments);
       if (!params) continue;
       if (route.method === method) return { route, params };
@@ -44,17 +48,18 @@ export class Router<Ctx> {
   }
 }
 
+const NO_ROUTES: readonly never[] = [];
+
 function split(path: string): string[] {
   return path.split("/").filter((segment) => segment !== "");
 }
 
 /**
- * The route's params when `actual` matches `pattern`. Literal segments are compared before
+ * The route's params when `actual` (as many segments) matches `pattern`. Literal segments are compared before
  * anything is allocated: most routes tried do not match, and each try made a params object
  * (docs/benchmarks.md, "Why the code looks like this").
  */
 function matchSegments(pattern: string[], actual: string[]): RouteParams | null {
-  if (pattern.length !== actual.length) return null;
   let hasParams = false;
   for (let i = 0; i < pattern.length; i++) {
     const expected = pattern[i] as string;
