@@ -10,7 +10,7 @@ import { type CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kyse
 import pg from "pg";
 import type { Seed } from "./seed.js";
 import type { StoreKind } from "./shared.js";
-import { hashApiKey } from "@channelkit/core";
+import { type BeginRunInput, hashApiKey, type RunTicket, type Storage } from "@channelkit/core";
 
 export interface QueryPlan {
   operation: string;
@@ -84,7 +84,7 @@ export async function explainRequestPath(store: StoreKind, location: string, see
       };
       const which = isNew ? "new conversation" : "existing conversation";
       operation = `execute (${which}): beginRun`;
-      const begun = await storage.beginRun({ conversation: { ...conversation, isNew }, run, userMessage: message(runId, "user"), now: at, leaseUntil: at });
+      const begun = await ticketOf(storage, { conversation: { ...conversation, isNew }, run, userMessage: message(runId, "user"), now: at, leaseUntil: at });
       operation = `execute (${which}): completeRun`;
       await storage.completeRun({
         run: { ...run, status: "success" },
@@ -137,4 +137,11 @@ export async function explainRequestPath(store: StoreKind, location: string, see
   } finally {
     await db.destroy();
   }
+}
+
+/** The ticket of a run that must get one (`beginRun` answers null only for a conversation that is not the run's). */
+async function ticketOf(storage: Pick<Storage, "beginRun">, input: BeginRunInput): Promise<RunTicket> {
+  const ticket = await storage.beginRun(input);
+  if (ticket === null) throw new Error(`beginRun: conversation ${input.conversation.id} is not the run's`);
+  return ticket;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ApiKeyRecord, BeginRunInput, ChannelRecord, ClaimTurnInput, CompleteRunInput, NewMessage, RunRecord } from "@channelkit/core";
+import type { ApiKeyRecord, BeginRunInput, ChannelRecord, ClaimTurnInput, CompleteRunInput, NewMessage, RunRecord, RunTicket, Storage } from "@channelkit/core";
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from "@channelkit/testkit";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
@@ -72,7 +72,7 @@ describeWithPostgres("Postgres runs in one statement", (serverUrl) => {
   it("claims a turn in one statement, served at once or queued, and stores a claimed run's outcome in one", async () => {
     const conversationId = randomUUID();
     const first = runOn(channel, conversationId, "one", ["reply one"], true);
-    expect(await statementsOf(() => storage.beginRun(first.begin))).toEqual(["with"]);
+    expect(await statementsOf(() => ticketOf(storage, first.begin))).toEqual(["with"]);
     expect(await statementsOf(() => storage.completeRun(first.complete(0)))).toEqual(["with"]);
 
     // Served at once: the user message at the next turn index, from its start.
@@ -80,7 +80,7 @@ describeWithPostgres("Postgres runs in one statement", (serverUrl) => {
     let ticket: Awaited<ReturnType<KyselyStorage["beginRun"]>> | undefined;
     expect(
       await statementsOf(async () => {
-        ticket = await storage.beginRun(second.begin);
+        ticket = await ticketOf(storage, second.begin);
       }),
     ).toEqual(["with"]);
     expect(ticket?.ticket).toBe(1);
@@ -90,10 +90,10 @@ describeWithPostgres("Postgres runs in one statement", (serverUrl) => {
 
     // Queued behind it: a ticket, no message and no row; a recorded run has its row from its ticket on.
     const third = runOn(channel, conversationId, "three", ["reply three"]);
-    expect(await statementsOf(async () => expect(await storage.beginRun(third.begin)).toEqual({ ticket: 2, claimed: null }))).toEqual(["with"]);
+    expect(await statementsOf(async () => expect(await ticketOf(storage, third.begin)).toEqual({ ticket: 2, claimed: null }))).toEqual(["with"]);
     expect(await storage.findRun(third.id)).toBeNull();
     const recorded = runOn(channel, conversationId, "four", []);
-    expect(await storage.beginRun({ ...recorded.begin, stream: { aliveUntil: LEASE } })).toEqual({ ticket: 3, claimed: null });
+    expect(await ticketOf(storage, { ...recorded.begin, stream: { aliveUntil: LEASE } })).toEqual({ ticket: 3, claimed: null });
     expect(await storage.findRun(recorded.id)).toMatchObject({ status: "running" });
     expect((await storage.listRecentMessages(conversationId, 10)).map((m) => m.content)).toEqual(["one", "reply one", "two"]);
 
@@ -112,7 +112,7 @@ describeWithPostgres("Postgres runs in one statement", (serverUrl) => {
   it("keeps the transaction for a run's mode change", async () => {
     const conversationId = randomUUID();
     const first = runOn(channel, conversationId, "one", [], true);
-    await storage.beginRun(first.begin);
+    await ticketOf(storage, first.begin);
     const handover = { ...first.complete(0), mode: { from: "bot" as const, since: NOW, to: "livechat_waiting" as const, at: NOW } };
     const statements = await statementsOf(() => storage.completeRun(handover));
     expect(statements[0]).toBe("begin");
@@ -123,11 +123,11 @@ describeWithPostgres("Postgres runs in one statement", (serverUrl) => {
   it("skips ended tickets after the outcome only if the queue did not move meanwhile (a compare-and-set)", async () => {
     const conversationId = randomUUID();
     const first = runOn(channel, conversationId, "first", ["r1"], true);
-    await storage.beginRun(first.begin);
+    await ticketOf(storage, first.begin);
     const gone = runOn(channel, conversationId, "gone", []);
     const third = runOn(channel, conversationId, "third", ["r3"]);
     const fourth = runOn(channel, conversationId, "fourth", ["r4"]);
-    for (const run of [gone, third, fourth]) expect((await storage.beginRun(run.begin)).claimed).toBeNull();
+    for (const run of [gone, third, fourth]) expect((await ticketOf(storage, run.begin)).claimed).toBeNull();
 
     // The first run's outcome passes the turn to ticket 1. Before its follow-up reads which
     // tickets ended, the run of ticket 1, cancelled while it waited, stores itself on another
@@ -157,7 +157,7 @@ describeWithPostgres("Postgres runs in one statement", (serverUrl) => {
     await storage.completeRun(fourth.complete(3, { by: "fourth" }));
     expect(await storage.findConversation(conversationId)).toMatchObject({ flowState: { by: "fourth" }, nextTurn: 7 });
     const fifth = runOn(channel, conversationId, "fifth", []);
-    expect((await storage.beginRun(fifth.begin)).claimed?.userMessage.turnIndex).toBe(7);
+    expect((await ticketOf(storage, fifth.begin)).claimed?.userMessage.turnIndex).toBe(7);
     expect((await storage.listRecentMessages(conversationId, 10)).map((m) => [m.turnIndex, m.content])).toEqual([
       [0, "first"],
       [1, "r1"],
@@ -274,4 +274,11 @@ function runOn(channel: ChannelRecord, conversationId: string, payload: string, 
     claimUntil: LEASE,
   });
   return { id, begin, claim, complete, cancelledWhileWaiting };
+}
+
+/** The ticket of a run that must get one (`beginRun` answers null only for a conversation that is not the run's). */
+async function ticketOf(storage: Pick<Storage, "beginRun">, input: BeginRunInput): Promise<RunTicket> {
+  const ticket = await storage.beginRun(input);
+  if (ticket === null) throw new Error(`beginRun: conversation ${input.conversation.id} is not the run's`);
+  return ticket;
 }

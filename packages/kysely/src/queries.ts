@@ -73,7 +73,7 @@ export function requestPathQueries(db: Kysely<Database>) {
     // A run's ticket and, when it is served at once, its turn and lease: one statement of
     // `beginRun` where the database has no data-modifying CTEs (SQLite), where a ticket and
     // a claim were two (docs/benchmarks.md, "Why the code looks like this").
-    takeTicket: new PreparedQuery(3, ($) => takeTicketQuery(db, $)),
+    takeTicket: new PreparedQuery(TAKE_TICKET_VALUES, ($) => takeTicketQuery(db, $)),
     queue: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(["serving", "lease_until"]).where("id", "=", $(0))),
     claim: new PreparedQuery(4, ($) =>
       db
@@ -258,10 +258,15 @@ function finishTurn(db: Kysely<Database>, p: (index: number) => never, setsFlowS
     .where("id", "=", p(4));
 }
 
+/** The placeholders of {@link takeTicketQuery}: the conversation's id, the lease's end, now, its tenant, its channel. */
+export const TAKE_TICKET_VALUES = 5;
+
 /**
  * Takes the conversation's next ticket (`$(0)` its id) and, when that ticket is the one
  * served, its turn and lease (`$(1)` the lease's end, `$(2)` now): the conversation's row as
  * updated. The ticket taken is `next_ticket - 1`; it was served when `serving` equals it.
+ * Only a conversation of the run's tenant (`$(3)`) and channel (`$(4)`) is touched: no row
+ * is the channel's 404, with no read before it.
  */
 function takeTicketQuery(db: Kysely<Database>, $: (index: number) => never) {
   return db
@@ -282,6 +287,8 @@ function takeTicketQuery(db: Kysely<Database>, $: (index: number) => never) {
       };
     })
     .where("id", "=", $(0))
+    .where("tenant_id", "=", $(3))
+    .where("channel_id", "=", $(4))
     .returning(CONVERSATION_COLUMNS);
 }
 
@@ -291,12 +298,12 @@ function takeTicketQuery(db: Kysely<Database>, $: (index: number) => never) {
  * the run's ticket and, when that ticket is the one served, the claim (next turn index, lease),
  * under the row lock the `UPDATE` takes first; the user message and the `running` row are
  * inserted from what it returns, only when claimed (the row also when the stream is
- * `recorded`). Returns the conversation as the claim left it. Placeholders: the
- * conversation's id, the lease, now, the message's {@link MESSAGE_VALUE_COLUMNS}, the run's
- * {@link RUN_VALUE_COLUMNS}.
+ * `recorded`). Returns the conversation as the claim left it, or nothing when it is not the
+ * run's tenant's and channel's. Placeholders: {@link takeTicketQuery}'s five, the message's
+ * {@link MESSAGE_VALUE_COLUMNS}, the run's {@link RUN_VALUE_COLUMNS}.
  */
 function beginRunQuery(db: Kysely<Database>, recorded: boolean) {
-  const messageOffset = 3;
+  const messageOffset = TAKE_TICKET_VALUES;
   const runOffset = messageOffset + MESSAGE_VALUE_COLUMNS.length;
   return new PreparedQuery(runOffset + RUN_VALUE_COLUMNS.length, ($) =>
     db

@@ -14,6 +14,7 @@ import {
   type MessageRecord,
   type NewMessage,
   type RunRecord,
+  type RunTicket,
   type Storage,
 } from "@channelkit/core";
 import { describeWithPostgres, postgresTestStore, sqliteTestStore, storageContract } from "@channelkit/testkit";
@@ -245,7 +246,7 @@ describe("migrate", () => {
     expect(await storage.findConversation(conversationId)).toMatchObject({ mode: "bot", modeSince: NOW });
     expect((await storage.findChannel(channel.id))?.livechatWaitTimeoutSeconds).toBeNull();
     const run = runOn(channel, conversationId, "after the upgrade", ["ok"]);
-    const ticket = await storage.beginRun(run.begin);
+    const ticket = await ticketOf(storage, run.begin);
     expect(ticket.ticket).toBe(0);
     expect(ticket.claimed?.conversation.flowState).toEqual({ n: 1 });
     expect(ticket.claimed?.userMessage.turnIndex).toBe(0);
@@ -259,7 +260,7 @@ describe("the request path's reads on SQLite", () => {
     const { channel, key } = await seed(storage);
     const conversationId = randomUUID();
     const first = runOn(channel, conversationId, "Hello", ["Echo: Hello"], true);
-    await storage.beginRun(first.begin);
+    await ticketOf(storage, first.begin);
     await storage.completeRun(first.complete(0, { n: 1 }));
     const reads = async () => [
       await storage.findKeyByHash(key.hash),
@@ -281,7 +282,7 @@ describe("the request path's reads on SQLite", () => {
     expect(before[0]).toEqual({ key, channel });
     // The writes of a run still work, and the claim reads the conversation as before.
     const second = runOn(channel, conversationId, "Again", ["Echo: Again"]);
-    const ticket = await storage.beginRun(second.begin);
+    const ticket = await ticketOf(storage, second.begin);
     expect(ticket.claimed?.conversation).toEqual({ ...(before[1] as object), nextTurn: 3, updatedAt: NOW });
     expect((await storage.completeRun(second.complete(1))).map((m) => m.turnIndex)).toEqual([3]);
   });
@@ -334,7 +335,7 @@ describe("completeRun on SQLite", () => {
     await expect(
       storage.db.transaction().execute(async (trx) => {
         await trx.insertInto("tenants").values({ id: "rolled-back", name: "x", created_at: NOW }).execute();
-        pending = { run: storage.beginRun(run.begin), read: storage.findKeyByHash(key.hash) };
+        pending = { run: ticketOf(storage, run.begin), read: storage.findKeyByHash(key.hash) };
         await new Promise((resolve) => setTimeout(resolve, 20));
         throw new Error("admin write failed");
       }),
@@ -355,7 +356,7 @@ describe("completeRun on SQLite", () => {
     const id = randomUUID();
     const PER_THREAD = 15;
     const opening = runOn(channel, id, "open", ["opened"], true);
-    await storage.beginRun(opening.begin);
+    await ticketOf(storage, opening.begin);
     await storage.completeRun(opening.complete(0));
 
     // Each thread opens its own sqlite(file) from these very sources, bundled on the fly.
@@ -449,11 +450,11 @@ describe("query plans", () => {
     const conversationId = randomUUID();
     for (let i = 0; i < 5; i++) {
       const run = runOn(fixtures.channel, conversationId, "u", ["a"], i === 0);
-      const { ticket } = await seeded.beginRun(run.begin);
+      const { ticket } = await ticketOf(seeded, run.begin);
       await seeded.completeRun(run.complete(ticket));
     }
     const other = runOn(fixtures.channel, randomUUID(), "other", [], true);
-    await seeded.beginRun(other.begin);
+    await ticketOf(seeded, other.begin);
 
     const queries: CompiledQuery[] = [];
     const database = new BetterSqlite3(file);
@@ -536,23 +537,23 @@ describe("query plans", () => {
     const { storage, fixtures, conversationId, plansOf } = await recording();
     const run = runOn(fixtures.channel, conversationId, "u", ["a"]);
     // Take the ticket and claim the turn (one update), insert the user message, insert the run.
-    const plans = await plansOf(3, async () => expect((await storage.beginRun(run.begin)).claimed?.userMessage.turnIndex).toBe(10));
+    const plans = await plansOf(3, async () => expect((await ticketOf(storage, run.begin)).claimed?.userMessage.turnIndex).toBe(10));
     expectNoScan(plans);
     expectIndexedOnly((plans[0] as { plan: string[] }).plan, ["conversations"]);
     // A new conversation: insert it, its user message, its run.
     const fresh = runOn(fixtures.channel, randomUUID(), "u", [], true);
-    expectNoScan(await plansOf(3, async () => expect((await storage.beginRun(fresh.begin)).ticket).toBe(0)));
+    expectNoScan(await plansOf(3, async () => expect((await ticketOf(storage, fresh.begin)).ticket).toBe(0)));
   });
 
   it("claimTurn reads the queue, takes a lapsed turn over and skips ended tickets by index", async () => {
     const { storage, fixtures, conversationId, plansOf } = await recording();
     const holder = runOn(fixtures.channel, conversationId, "holder", []);
-    const holding = await storage.beginRun({ ...holder.begin, leaseUntil: NOW });
+    const holding = await ticketOf(storage, { ...holder.begin, leaseUntil: NOW });
     const gone = runOn(fixtures.channel, conversationId, "gone", []);
-    const goneTicket = await storage.beginRun(gone.begin);
+    const goneTicket = await ticketOf(storage, gone.begin);
     await storage.completeRun({ ...gone.complete(goneTicket.ticket), claimed: false, run: { ...gone.complete(goneTicket.ticket).run, status: "cancelled" } });
     const waiting = runOn(fixtures.channel, conversationId, "waiting", []);
-    const { ticket } = await storage.beginRun(waiting.begin);
+    const { ticket } = await ticketOf(storage, waiting.begin);
     expect(holding.claimed).not.toBeNull();
     // Not its turn: the queue is read, nothing written.
     expectNoScan(await plansOf(1, async () => expect(await storage.claimTurn({ ...waiting.claim(ticket), now: "2000-01-01T00:00:00.000Z" })).toBeNull()));
@@ -569,11 +570,11 @@ describe("query plans", () => {
   it("renewTurn and completeRun find their rows by primary key, and skip ended tickets by index", async () => {
     const { storage, fixtures, conversationId, plansOf } = await recording();
     const first = runOn(fixtures.channel, conversationId, "first", ["reply"]);
-    const { ticket } = await storage.beginRun(first.begin);
+    const { ticket } = await ticketOf(storage, first.begin);
     const gone = runOn(fixtures.channel, conversationId, "gone", []);
-    const goneTicket = await storage.beginRun(gone.begin);
+    const goneTicket = await ticketOf(storage, gone.begin);
     const waiting = runOn(fixtures.channel, conversationId, "waiting", []);
-    await storage.beginRun(waiting.begin);
+    await ticketOf(storage, waiting.begin);
     expectNoScan(await plansOf(1, async () => expect(await storage.renewTurn(conversationId, ticket, LEASE)).toBe(true)));
     // Cancelled while waiting: move the counters, insert its user message, insert its run.
     const cancelled = gone.complete(goneTicket.ticket);
@@ -713,3 +714,10 @@ describe("memoryStorage of core", () => {
     }
   });
 });
+
+/** The ticket of a run that must get one (`beginRun` answers null only for a conversation that is not the run's). */
+async function ticketOf(storage: Pick<Storage, "beginRun">, input: BeginRunInput): Promise<RunTicket> {
+  const ticket = await storage.beginRun(input);
+  if (ticket === null) throw new Error(`beginRun: conversation ${input.conversation.id} is not the run's`);
+  return ticket;
+}

@@ -124,7 +124,7 @@ export class KyselyStorage implements Storage {
     return rows.reverse().map(rowToMessage);
   }
 
-  async beginRun(input: BeginRunInput): Promise<RunTicket> {
+  async beginRun(input: BeginRunInput): Promise<RunTicket | null> {
     const queries = this.#queries;
     const { conversation } = input;
     if (conversation.isNew) {
@@ -138,9 +138,9 @@ export class KyselyStorage implements Storage {
     }
     // One round trip instead of a transaction of six: docs/benchmarks.md, "Runs that take turns: what they cost".
     if (this.#exec.dataModifyingCtes) return this.#beginInOneStatement(input);
-    return this.#exec.transaction(function* (): TransactionBody<RunTicket> {
-      const [row] = yield* rowsOf(queries.takeTicket.bind([conversation.id, input.leaseUntil, input.now]));
-      if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+    return this.#exec.transaction(function* (): TransactionBody<RunTicket | null> {
+      const [row] = yield* rowsOf(queries.takeTicket.bind(takeTicketValues(input)));
+      if (!row) return null;
       const ticket = Number(row.next_ticket) - 1;
       if (Number(row.serving) !== ticket) {
         // A recorded stream is findable from its first event: a run that waits for its turn
@@ -250,14 +250,14 @@ export class KyselyStorage implements Storage {
    * queries): the ticket, and the claim when the ticket is served at once, under the row
    * lock the conversation's `UPDATE` takes first, as the transaction does.
    */
-  async #beginInOneStatement(input: BeginRunInput): Promise<RunTicket> {
+  async #beginInOneStatement(input: BeginRunInput): Promise<RunTicket | null> {
     const { conversation, run, userMessage } = input;
-    const values = ([conversation.id, input.leaseUntil, input.now] as unknown[]).concat(
+    const values = takeTicketValues(input).concat(
       valuesOf(MESSAGE_VALUE_COLUMNS, [messageToRow(conversation.id, 0, userMessage)]),
       valuesOf(RUN_VALUE_COLUMNS, [runToRow(run, null, input.stream)]),
     );
     const [row] = await this.#exec.rows(this.#queries.beginRun.get(input.stream !== undefined).bind(values));
-    if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+    if (!row) return null;
     const ticket = Number(row.next_ticket) - 1;
     if (Number(row.serving) !== ticket) return { ticket, claimed: null };
     const record = rowToConversation(row);
@@ -631,4 +631,10 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
  */
 export function kyselyStorage(db: Kysely<any>): KyselyStorage {
   return new KyselyStorage(db, kyselyExecutor(db));
+}
+
+/** The values of `takeTicketQuery` for a run arriving on an existing conversation. */
+function takeTicketValues(input: BeginRunInput): unknown[] {
+  const { conversation } = input;
+  return [conversation.id, input.leaseUntil, input.now, conversation.tenantId, conversation.channelId];
 }

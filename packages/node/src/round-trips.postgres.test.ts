@@ -83,13 +83,13 @@ describeWithPostgres("Postgres round trips per JSON execute", (serverUrl) => {
   /** A new conversation answered as JSON: nobody can know its id before the answer, so the run is stored whole at its end. */
   const NEW_CONVERSATION = ["select api_keys", "with: insert conversations, insert messages, insert runs"];
   /**
-   * An existing conversation: its lookup (tenant and channel checks), the run's claim on its
-   * turn, committed before the flow runs (runs take turns; its user message is in history
-   * from its start), then its outcome (13 round trips before, with a transaction for each).
+   * An existing conversation: the run's claim on its turn, which checks its tenant and
+   * channel (no lookup before it), committed before the flow runs (runs take turns; its user
+   * message is in history from its start), then its outcome (13 round trips before, with a
+   * transaction for each).
    */
   const EXISTING_CONVERSATION = [
     "select api_keys",
-    "select conversations",
     "with: update conversations, insert messages, insert runs",
     "with: update conversations, insert messages, update runs",
   ];
@@ -99,7 +99,7 @@ describeWithPostgres("Postgres round trips per JSON execute", (serverUrl) => {
     expect(statements).toEqual(NEW_CONVERSATION);
   });
 
-  it("(b) an existing conversation: the key lookup, the conversation's, the claim and the outcome", async () => {
+  it("(b) an existing conversation: the key lookup, the claim (which checks the conversation) and the outcome", async () => {
     const { conversationId } = await execute(plainKey, { payload: "hello" });
     const { statements } = await execute(plainKey, { payload: "again", conversation_id: conversationId });
     expect(statements).toEqual(EXISTING_CONVERSATION);

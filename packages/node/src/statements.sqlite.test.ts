@@ -72,12 +72,11 @@ it("a new conversation: the key lookup and one transaction for the whole run", a
   expect(statements).toEqual(["select api_keys", "begin", "insert conversations", "insert messages", "insert runs", "commit"]);
 });
 
-it("an existing conversation: its ticket and its claim are one statement, then the outcome", async () => {
+it("an existing conversation: its ticket and its claim are one statement, which checks the conversation, then the outcome", async () => {
   const { conversationId } = await execute({ payload: "hello" });
   const { statements } = await execute({ payload: "again", conversation_id: conversationId });
   expect(statements).toEqual([
     "select api_keys",
-    "select conversations",
     // The claim, committed before the flow runs: the ticket, the turn and the lease in one update.
     "begin",
     "update conversations",

@@ -14,6 +14,7 @@ import type {
   NewMessage,
   RunRecord,
   RunStatus,
+  RunTicket,
   Storage,
 } from "@channelkit/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -286,7 +287,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("creates it, holds ticket 0 and its turn at once, and stores its user message at turn 0 and its running row", async () => {
         const c = await conversation();
         const run = c.run("hello");
-        const ticket = await storage.beginRun(run.begin(0));
+        const ticket = await ticketOf(storage, run.begin(0));
         expect(ticket.ticket).toBe(0);
         expect(ticket.claimed).toEqual({
           conversation: {
@@ -329,7 +330,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("fails when the id exists, and stores nothing of the run", async () => {
         const c = await conversation();
         const first = c.run("a");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const again = c.run("b");
         await expect(storage.beginRun(again.begin(1))).rejects.toThrow();
         expect(await storage.findRun(again.id)).toBeNull();
@@ -349,7 +350,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("is one transaction: a run id already stored leaves no conversation behind", async () => {
         const c = await conversation();
         const first = c.run("a");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const other = await conversation();
         const run = other.run("b");
         run.id = first.id;
@@ -363,7 +364,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("is stored with a conversation that beginRun or storeRun creates, and read back; null when not given", async () => {
         const c = await conversation();
         const begun = c.run("bonjour").begin(0);
-        const ticket = await storage.beginRun({ ...begun, conversation: { ...begun.conversation, language: "fr_FR" } });
+        const ticket = await ticketOf(storage, { ...begun, conversation: { ...begun.conversation, language: "fr_FR" } });
         expect(ticket.claimed?.conversation.language).toBe("fr_FR");
         expect((await storage.findConversation(c.id))?.language).toBe("fr_FR");
 
@@ -374,7 +375,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect((await storage.findConversation(whole.id))?.language).toBe("de_DE");
 
         const plain = await conversation();
-        await storage.beginRun(plain.run("hi").begin(0));
+        await ticketOf(storage, plain.run("hi").begin(0));
         expect((await storage.findConversation(plain.id))?.language).toBeNull();
       });
     });
@@ -393,7 +394,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findRun(first.id)).toEqual(run);
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "bot", flowState: { n: 1 }, nextTurn: 2 });
         const second = c.run("again");
-        const ticket = await storage.beginRun(second.begin(3, { isNew: false }));
+        const ticket = await ticketOf(storage, second.begin(3, { isNew: false }));
         expect(ticket.ticket).toBe(1);
         expect(ticket.claimed?.conversation.flowState).toEqual({ n: 1 });
         expect(ticket.claimed?.userMessage.turnIndex).toBe(2);
@@ -421,10 +422,10 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
     });
 
     describe("unknown conversations", () => {
-      it("beginRun on a conversation that does not exist throws; completeRun too; claimTurn gives null; renewTurn false", async () => {
+      it("beginRun on a conversation that does not exist gives null; completeRun throws; claimTurn gives null; renewTurn false", async () => {
         const c = await conversation();
         const run = c.run("x");
-        await expect(storage.beginRun(run.begin(0, { isNew: false }))).rejects.toThrow();
+        expect(await storage.beginRun(run.begin(0, { isNew: false }))).toBeNull();
         expect(await storage.claimTurn(run.claim(0, 0))).toBeNull();
         expect(await storage.renewTurn(c.id, 0, at(10))).toBe(false);
         await expect(storage.completeRun(run.complete({ ticket: 0, messages: ["y"], seconds: 1 }))).rejects.toThrow();
@@ -433,15 +434,38 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findRun(crypto.randomUUID())).toBeNull();
         expect(await storage.listRecentMessages(c.id, 10)).toEqual([]);
       });
+
+      it("beginRun on another channel's or tenant's conversation gives null and changes nothing: its next run takes the next ticket", async () => {
+        const c = await conversation();
+        const first = c.run("first");
+        await ticketOf(storage, first.begin(0));
+        await storage.completeRun(first.complete({ ticket: 0, messages: ["one"], seconds: 1 }));
+        const before = await storage.findConversation(c.id);
+        const { channel: other } = await seed();
+        const sameTenant = { ...channelRecord(c.channel.tenantId), id: crypto.randomUUID() };
+        await storage.createChannel(sameTenant, keyRecord(sameTenant, `hash-${crypto.randomUUID()}`));
+        for (const intruder of [other, sameTenant]) {
+          const run = c.run("intruder");
+          const begin = run.begin(2, { isNew: false });
+          begin.conversation = { ...begin.conversation, tenantId: intruder.tenantId, channelId: intruder.id };
+          begin.run = { ...begin.run, tenantId: intruder.tenantId, channelId: intruder.id };
+          expect(await storage.beginRun(begin)).toBeNull();
+          expect(await storage.findRun(run.id)).toBeNull();
+        }
+        expect(await storage.findConversation(c.id)).toEqual(before);
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual(["first", "one"]);
+        const second = c.run("second");
+        expect(await ticketOf(storage, second.begin(3, { isNew: false }))).toMatchObject({ ticket: 1, claimed: { userMessage: { turnIndex: 2 } } });
+      });
     });
 
     describe("the run queue", () => {
       it("makes a second run wait for the first, then hands it the flow state the first stored", async () => {
         const c = await conversation();
         const first = c.run("one");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const second = c.run("two");
-        const ticket = await storage.beginRun(second.begin(1, { isNew: false }));
+        const ticket = await ticketOf(storage, second.begin(1, { isNew: false }));
         expect(ticket).toEqual({ ticket: 1, claimed: null });
         // Nothing of the waiting run is stored yet.
         expect(await storage.findRun(second.id)).toBeNull();
@@ -479,7 +503,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findConversation(c.id)).toMatchObject({ flowState: { count: 2 }, nextTurn: 4 });
         // The queue is free again: the next run claims at once.
         const third = c.run("three");
-        const next = await storage.beginRun(third.begin(8, { isNew: false }));
+        const next = await ticketOf(storage, third.begin(8, { isNew: false }));
         expect(next.ticket).toBe(2);
         expect(next.claimed?.userMessage.turnIndex).toBe(4);
         expect(next.claimed?.conversation.flowState).toEqual({ count: 2 });
@@ -488,9 +512,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("serves several waiting runs in ticket order, with contiguous turn indexes", async () => {
         const c = await conversation();
         const runs = ["a", "b", "c", "d"].map((name) => c.run(name));
-        await storage.beginRun((runs[0] as TestRun).begin(0));
+        await ticketOf(storage, (runs[0] as TestRun).begin(0));
         for (let i = 1; i < runs.length; i++)
-          expect(await storage.beginRun((runs[i] as TestRun).begin(i, { isNew: false }))).toEqual({ ticket: i, claimed: null });
+          expect(await ticketOf(storage, (runs[i] as TestRun).begin(i, { isNew: false }))).toEqual({ ticket: i, claimed: null });
         for (let i = 0; i < runs.length; i++) {
           const run = runs[i] as TestRun;
           if (i > 0) {
@@ -511,9 +535,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("renews the lease of the run holding the turn only", async () => {
         const c = await conversation();
         const first = c.run("a");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const second = c.run("b");
-        await storage.beginRun(second.begin(1, { isNew: false }));
+        await ticketOf(storage, second.begin(1, { isNew: false }));
         expect(await storage.renewTurn(c.id, 0, at(60))).toBe(true);
         expect(await storage.renewTurn(c.id, 1, at(60))).toBe(false);
         expect(await storage.renewTurn(c.id, 7, at(60))).toBe(false);
@@ -528,9 +552,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("lets the next run take a lapsed turn over: the stale run is stored cancelled", async () => {
         const c = await conversation();
         const stale = c.run("stale");
-        await storage.beginRun(stale.begin(0));
+        await ticketOf(storage, stale.begin(0));
         const waiting = c.run("waiting");
-        await storage.beginRun(waiting.begin(1, { isNew: false }));
+        await ticketOf(storage, waiting.begin(1, { isNew: false }));
         // The lease runs until 30 s.
         expect(await storage.claimTurn(waiting.claim(1, 29))).toBeNull();
         expect(await storage.claimTurn(waiting.claim(1, LEASE_SECONDS))).toBeNull();
@@ -554,9 +578,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("a run whose lapsed turn was taken over still stores its outcome late, but not the conversation's state", async () => {
         const c = await conversation();
         const stale = c.run("stale");
-        await storage.beginRun(stale.begin(0));
+        await ticketOf(storage, stale.begin(0));
         const next = c.run("next");
-        await storage.beginRun(next.begin(1, { isNew: false }));
+        await ticketOf(storage, next.begin(1, { isNew: false }));
         expect(await storage.claimTurn(next.claim(1, 31))).not.toBeNull();
         // The stale run's instance was only slow: it ends now, after the takeover.
         await storage.completeRun(
@@ -579,11 +603,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("takes over a lapsed turn for the run after the next: the tickets in between wait their turn", async () => {
         const c = await conversation();
         const stale = c.run("stale");
-        await storage.beginRun(stale.begin(0));
+        await ticketOf(storage, stale.begin(0));
         const second = c.run("second");
-        await storage.beginRun(second.begin(1, { isNew: false }));
+        await ticketOf(storage, second.begin(1, { isNew: false }));
         const third = c.run("third");
-        await storage.beginRun(third.begin(2, { isNew: false }));
+        await ticketOf(storage, third.begin(2, { isNew: false }));
         // The third run sees the lapse first: ticket 0 is cancelled and ticket 1 served, with a new lease.
         expect(await storage.claimTurn(third.claim(2, 40, { claimUntil: 70 }))).toBeNull();
         expect((await storage.findRun(stale.id))?.status).toBe("cancelled");
@@ -594,11 +618,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("skips the ticket of a run cancelled while it waited, which stores its user message and no state", async () => {
         const c = await conversation();
         const first = c.run("first");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const gone = c.run("gone");
-        await storage.beginRun(gone.begin(1, { isNew: false }));
+        await ticketOf(storage, gone.begin(1, { isNew: false }));
         const third = c.run("third");
-        await storage.beginRun(third.begin(2, { isNew: false }));
+        await ticketOf(storage, third.begin(2, { isNew: false }));
 
         const cancelled = gone.complete({
           ticket: 1,
@@ -633,11 +657,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("passes the turn on when the run whose turn came is cancelled before it claims it", async () => {
         const c = await conversation();
         const first = c.run("first");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const gone = c.run("gone");
-        await storage.beginRun(gone.begin(1, { isNew: false }));
+        await ticketOf(storage, gone.begin(1, { isNew: false }));
         const third = c.run("third");
-        await storage.beginRun(third.begin(2, { isNew: false }));
+        await ticketOf(storage, third.begin(2, { isNew: false }));
         await storage.completeRun(first.complete({ ticket: 0, messages: ["reply"], seconds: 1 }));
         // Ticket 1 is served, but its run stops before claiming.
         expect(await storage.claimTurn(third.claim(2, 2))).toBeNull();
@@ -649,13 +673,13 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("frees the queue when the last waiting run is cancelled", async () => {
         const c = await conversation();
         const first = c.run("first");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const gone = c.run("gone");
-        await storage.beginRun(gone.begin(1, { isNew: false }));
+        await ticketOf(storage, gone.begin(1, { isNew: false }));
         await storage.completeRun(gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, seconds: 1 }));
         await storage.completeRun(first.complete({ ticket: 0, messages: ["reply"], seconds: 2 }));
         const next = c.run("next");
-        const ticket = await storage.beginRun(next.begin(3, { isNew: false }));
+        const ticket = await ticketOf(storage, next.begin(3, { isNew: false }));
         expect(ticket.ticket).toBe(2);
         expect(ticket.claimed?.userMessage.turnIndex).toBe(3);
       });
@@ -663,11 +687,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("skips a cancelled waiting run when a lapsed turn is taken over", async () => {
         const c = await conversation();
         const stale = c.run("stale");
-        await storage.beginRun(stale.begin(0));
+        await ticketOf(storage, stale.begin(0));
         const gone = c.run("gone");
-        await storage.beginRun(gone.begin(1, { isNew: false }));
+        await ticketOf(storage, gone.begin(1, { isNew: false }));
         const third = c.run("third");
-        await storage.beginRun(third.begin(2, { isNew: false }));
+        await ticketOf(storage, third.begin(2, { isNew: false }));
         await storage.completeRun(gone.complete({ ticket: 1, claimed: false, status: "cancelled", messages: [], user: true, seconds: 1 }));
         const claimed = await storage.claimTurn(third.claim(2, 40));
         expect(claimed?.userMessage.turnIndex).toBe(2);
@@ -683,7 +707,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const step = async (options: Partial<Omit<CompleteOptions, "mode">> & { mode?: ConversationMode }) => {
           const before = await storage.findConversation(c.id);
           const run = c.run("u");
-          const ticket = await storage.beginRun(run.begin(0, { isNew: !c.started }));
+          const ticket = await ticketOf(storage, run.begin(0, { isNew: !c.started }));
           c.started = true;
           const { mode, ...rest } = options;
           const change = mode && before ? { from: before.mode, since: before.modeSince, to: mode, at: at(1) } : undefined;
@@ -704,12 +728,12 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("hands the stored flow state to the next claim as a copy", async () => {
         const c = await conversation();
         const first = c.run("a");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const state = { list: [1] };
         await storage.completeRun(first.complete({ ticket: 0, messages: [], flowState: state, seconds: 1 }));
         state.list.push(2);
         const second = c.run("b");
-        const claimed = (await storage.beginRun(second.begin(2, { isNew: false }))).claimed as ClaimedTurn;
+        const claimed = (await ticketOf(storage, second.begin(2, { isNew: false }))).claimed as ClaimedTurn;
         expect(claimed.conversation.flowState).toEqual({ list: [1] });
         (claimed.conversation.flowState as { list: number[] }).list.push(3);
         expect((await storage.findConversation(c.id))?.flowState).toEqual({ list: [1] });
@@ -720,7 +744,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("stores a run without messages, leaving the turn counter alone", async () => {
         const c = await conversation();
         const run = c.run("a");
-        await storage.beginRun(run.begin(0));
+        await ticketOf(storage, run.begin(0));
         expect(await storage.completeRun(run.complete({ ticket: 0, messages: [], seconds: 1 }))).toEqual([]);
         expect((await storage.findConversation(c.id))?.nextTurn).toBe(1);
         expect(await storage.findRun(run.id)).toMatchObject({ status: "success", durationMs: 1000 });
@@ -729,7 +753,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("returns the messages as stored, and stores tool calls and live-chat fields", async () => {
         const c = await conversation();
         const run = c.run("q");
-        await storage.beginRun(run.begin(0));
+        await ticketOf(storage, run.begin(0));
         const input = run.complete({ ticket: 0, messages: [], seconds: 1 });
         input.messages.push(
           { ...newMessage("", "assistant", run.id), toolCalls: [{ id: "call_1", name: "search", arguments: { q: "x" } }] },
@@ -751,9 +775,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("is one transaction: a failing run insert allocates no turns, stores no message and keeps the queue", async () => {
         const c = await conversation();
         const first = c.run("a");
-        await storage.beginRun(first.begin(0));
+        await ticketOf(storage, first.begin(0));
         const waiting = c.run("b");
-        await storage.beginRun(waiting.begin(1, { isNew: false }));
+        await ticketOf(storage, waiting.begin(1, { isNew: false }));
         // A cancelled waiting run stored under an id that exists fails whole.
         const duplicate = waiting.complete({ ticket: 1, claimed: false, status: "cancelled", messages: ["x"], user: true, seconds: 1 });
         duplicate.run.id = first.id;
@@ -768,7 +792,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("records are copies: a run read back does not alias the store", async () => {
         const c = await conversation();
         const run = c.run("a");
-        await storage.beginRun(run.begin(0));
+        await ticketOf(storage, run.begin(0));
         const input = run.complete({ ticket: 0, messages: [], seconds: 1 });
         await storage.completeRun(input);
         input.run.executionOrder.push("changed");
@@ -785,7 +809,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       async function handedOver() {
         const c = await conversation();
         const run = c.run("help");
-        await storage.beginRun(run.begin(0));
+        await ticketOf(storage, run.begin(0));
         await storage.completeRun(run.complete({ ticket: 0, messages: ["Connecting you"], status: "pending", mode: handover("bot", at(0), 1), seconds: 1 }));
         return c;
       }
@@ -803,14 +827,14 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1), livechatConversationId: "lc-1" });
         // A run that read the conversation before the handover does not undo it.
         const late = c.run("late");
-        const ticket = await storage.beginRun(late.begin(2, { isNew: false }));
+        const ticket = await ticketOf(storage, late.begin(2, { isNew: false }));
         await storage.completeRun(
           late.complete({ ticket: ticket.ticket, messages: [], seconds: 3, mode: { from: "bot", since: at(0), to: "bot", at: at(3) } }),
         );
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1) });
         // One that read it as it is moves it, and keeps the live chat's id when given none.
         const next = c.run("next");
-        const t2 = await storage.beginRun(next.begin(4, { isNew: false }));
+        const t2 = await ticketOf(storage, next.begin(4, { isNew: false }));
         await storage.completeRun(
           next.complete({ ticket: t2.ticket, messages: ["bot again"], seconds: 5, mode: { from: "livechat_waiting", since: at(1), to: "bot", at: at(5) } }),
         );
@@ -841,13 +865,13 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.turnIndex)).toEqual([0, 1, 2, 3]);
         // A run after them takes the next turn.
         const run = c.run("thanks");
-        expect((await storage.beginRun(run.begin(4, { isNew: false }))).claimed?.userMessage.turnIndex).toBe(4);
+        expect((await ticketOf(storage, run.begin(4, { isNew: false }))).claimed?.userMessage.turnIndex).toBe(4);
       });
 
       it("stores the user's message of a run as a live-chat message when a human has the conversation", async () => {
         const c = await handedOver();
         const run = c.run("are you there?");
-        const ticket = await storage.beginRun(run.begin(2, { isNew: false }));
+        const ticket = await ticketOf(storage, run.begin(2, { isNew: false }));
         const turn = ticket.claimed?.userMessage.turnIndex as number;
         await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 2, liveChatUserTurn: turn }));
         const [message] = await storage.listMessagesAfter(c.id, turn - 1, 10);
@@ -861,12 +885,12 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         for (const seconds of [3, 1, 2]) {
           const c = new Conversation(storage, channel);
           const run = c.run("help");
-          await storage.beginRun(run.begin(0));
+          await ticketOf(storage, run.begin(0));
           await storage.completeRun(run.complete({ ticket: 0, messages: [], status: "pending", mode: handover("bot", at(0), seconds), seconds }));
           ids[seconds] = c.id;
         }
         const idle = new Conversation(storage, channel);
-        await storage.beginRun(idle.run("hi").begin(0));
+        await ticketOf(storage, idle.run("hi").begin(0));
         const listed = await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting", "livechat_active"], limit: 10 });
         expect(listed.map((c) => c.id)).toEqual([ids[1], ids[2], ids[3]]);
         expect((await storage.listLiveChatConversations({ tenantId: channel.tenantId, modes: ["livechat_waiting"], limit: 2 })).map((c) => c.id)).toEqual([
@@ -914,7 +938,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
           }),
         );
         const users = runs.map(async (run, i) => {
-          const ticket = await storage.beginRun(run.begin(3 + i, { isNew: false }));
+          const ticket = await ticketOf(storage, run.begin(3 + i, { isNew: false }));
           let claimed = ticket.claimed;
           while (!claimed) {
             await new Promise((resolve) => setTimeout(resolve, 2));
@@ -938,11 +962,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const other = new Conversation(storage, c.channel);
         for (let i = 0; i < 5; i++) {
           const run = c.run(`u${i}`);
-          const ticket = await storage.beginRun(run.begin(i, { isNew: i === 0 }));
+          const ticket = await ticketOf(storage, run.begin(i, { isNew: i === 0 }));
           await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [`a${i}`], seconds: i }));
         }
         const elsewhere = other.run("elsewhere");
-        await storage.beginRun(elsewhere.begin(0));
+        await ticketOf(storage, elsewhere.begin(0));
 
         expect((await storage.listRecentMessages(c.id, 3)).map((m) => [m.turnIndex, m.content])).toEqual([
           [7, "a3"],
@@ -968,7 +992,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       const recordedRun = async (seconds: number, aliveSeconds = seconds + LEASE_SECONDS) => {
         const c = await conversation();
         const run = c.run("hello");
-        await storage.beginRun({ ...run.begin(seconds), stream: { aliveUntil: at(aliveSeconds) } });
+        await ticketOf(storage, { ...run.begin(seconds), stream: { aliveUntil: at(aliveSeconds) } });
         return { c, run };
       };
 
@@ -1000,7 +1024,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
 
         // A run that is not recorded has no stream.
         const plain = (await conversation()).run("plain");
-        await storage.beginRun(plain.begin(3));
+        await ticketOf(storage, plain.begin(3));
         expect(await streams().read(plain.id, 0)).toBeNull();
         expect(await streams().findLive(plain.record.conversationId)).toBeNull();
       });
@@ -1008,9 +1032,9 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("makes a recorded run queued behind another findable from its ticket; its claim keeps the stream's lease, and an end before its turn ends it", async () => {
         const { c, run: first } = await recordedRun(0, 40);
         const second = c.run("second");
-        expect((await storage.beginRun({ ...second.begin(1, { isNew: false }), stream: { aliveUntil: at(41) } })).claimed).toBeNull();
+        expect((await ticketOf(storage, { ...second.begin(1, { isNew: false }), stream: { aliveUntil: at(41) } })).claimed).toBeNull();
         const third = c.run("third");
-        expect((await storage.beginRun({ ...third.begin(1, { isNew: false }), stream: { aliveUntil: at(42) } })).claimed).toBeNull();
+        expect((await ticketOf(storage, { ...third.begin(1, { isNew: false }), stream: { aliveUntil: at(42) } })).claimed).toBeNull();
         // The most recent run in flight: the highest ticket.
         expect(await streams().findLive(c.id)).toMatchObject({ runId: third.id, ended: false, aliveUntil: at(42) });
         expect(await storage.findRun(third.id)).toMatchObject({ status: "running" });
@@ -1034,13 +1058,13 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await streams().findLive(c.id)).toBeNull();
         // The ticket of the run that gave up was skipped: the next run's turn comes at once.
         const fourth = c.run("fourth");
-        expect(await storage.beginRun(fourth.begin(6, { isNew: false }))).toMatchObject({ ticket: 3, claimed: { userMessage: { content: "fourth" } } });
+        expect(await ticketOf(storage, fourth.begin(6, { isNew: false }))).toMatchObject({ ticket: 3, claimed: { userMessage: { content: "fourth" } } });
       });
 
       it("renews live streams, reports those whose cancel was asked for, and refuses a cancel once ended", async () => {
         const { c, run: a } = await recordedRun(1);
         const second = c.run("b");
-        await storage.beginRun({ ...second.begin(2, { isNew: false }), stream: { aliveUntil: at(40) } });
+        await ticketOf(storage, { ...second.begin(2, { isNew: false }), stream: { aliveUntil: at(40) } });
         const b = second.id;
         expect(await streams().requestCancel(b, at(3))).toBe(true);
         expect(await streams().requestCancel(b, at(4))).toBe(true);
@@ -1061,7 +1085,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const alive = await recordedRun(1, 1000);
         await streams().renew([alive.run.id], at(1000));
         const plain = (await conversation()).run("plain");
-        await storage.beginRun(plain.begin(0));
+        await ticketOf(storage, plain.begin(0));
         // A stream never renewed (it ended, or its instance stopped, within its first moments)
         // is not the sweep's: it is ended when asked for by its run.
         const young = await recordedRun(2, 3);
@@ -1108,7 +1132,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("ends a recorded run's stream when its lapsed turn is taken over", async () => {
         const { c, run: first } = await recordedRun(0, 1000);
         const second = c.run("second");
-        await storage.beginRun(second.begin(1, { isNew: false }));
+        await ticketOf(storage, second.begin(1, { isNew: false }));
         expect(await storage.claimTurn(second.claim(1, LEASE_SECONDS + 1))).not.toBeNull();
         expect(await streams().read(first.id, 0)).toMatchObject({ stream: { ended: true }, last: null });
         expect(await streams().findLive(c.id)).toBeNull();
@@ -1119,14 +1143,14 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
       it("gives 20 concurrent runs on one conversation their turns in ticket order, with contiguous turn indexes", async () => {
         const c = await conversation();
         const opening = c.run("open");
-        await storage.beginRun(opening.begin(0));
+        await ticketOf(storage, opening.begin(0));
         await storage.completeRun(opening.complete({ ticket: 0, messages: ["opened"], flowState: { count: 0 }, seconds: 1 }));
 
         const RUNS = 20;
         const results = await Promise.all(
           Array.from({ length: RUNS }, async (_, i) => {
             const run = c.run(`u${i}`);
-            const begun = await storage.beginRun(run.begin(2, { isNew: false }));
+            const begun = await ticketOf(storage, run.begin(2, { isNew: false }));
             let claimed = begun.claimed;
             for (let attempt = 0; !claimed; attempt++) {
               if (attempt > 2000) throw new Error(`run ${i} never got its turn`);
@@ -1524,4 +1548,11 @@ function changeUnlessFrozen(change: () => unknown): void {
 function toolCallsOf(message: Pick<NewMessage, "toolCalls"> | undefined): unknown[] {
   if (!message?.toolCalls) throw new Error("expected a message with tool calls");
   return message.toolCalls;
+}
+
+/** The ticket of a run that must get one (`beginRun` answers null only for a conversation that is not the run's). */
+async function ticketOf(storage: Pick<Storage, "beginRun">, input: BeginRunInput): Promise<RunTicket> {
+  const ticket = await storage.beginRun(input);
+  if (ticket === null) throw new Error(`beginRun: conversation ${input.conversation.id} is not the run's`);
+  return ticket;
 }

@@ -4,7 +4,7 @@ import { estimateTokens } from "../conversations/tokens.js";
 import { defineFlow, type Flow } from "../flows/define.js";
 import { handover, message, pause, setState, step, text } from "../flows/events.js";
 import { memoryStorage } from "../storage/memory.js";
-import type { ChannelRecord, RunConversation, Storage } from "../storage/types.js";
+import type { BeginRunInput, ChannelRecord, RunConversation, RunTicket, Storage } from "../storage/types.js";
 import { RunAbort } from "./abort.js";
 import { claimOf, driveRun, type TextPart } from "./driver.js";
 import { inProcessFeed } from "../livechat/feed.js";
@@ -260,7 +260,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
   };
   const base = { flow, channel, runId, conversation, payload: options.payload ?? "hello", estimateTokens };
   const arrivedMs = Date.now();
-  const ticket = await storage.beginRun(claimOf(base, arrivedMs, lifecycle.leaseMs));
+  const ticket = await ticketOf(storage, claimOf(base, arrivedMs, lifecycle.leaseMs));
   const abort = followSignal(options.signal);
   const generator = driveRun({
     ...base,
@@ -677,7 +677,7 @@ describe("driveRun: taking turns", () => {
     const conversation: RunConversation = { id: randomUUID(), tenantId: channel.tenantId, channelId: channel.id, isNew: true };
     const staleId = randomUUID();
     const nowMs = Date.now();
-    await storage.beginRun(claimOf({ flow: gated, channel, runId: staleId, conversation, payload: "stale", estimateTokens }, nowMs, 60));
+    await ticketOf(storage, claimOf({ flow: gated, channel, runId: staleId, conversation, payload: "stale", estimateTokens }, nowMs, 60));
     const started = Date.now();
     const next = await begin(readOnly, { conversationId: conversation.id, lifecycle: instance });
     expect(next.ticket.claimed).toBeNull();
@@ -713,3 +713,10 @@ describe("driveRun: taking turns", () => {
     expect(two.messages.map((m) => m.content)).toEqual(["long", "passed long", "hello", "still 1"]);
   });
 });
+
+/** The ticket of a run that must get one (`beginRun` answers null only for a conversation that is not the run's). */
+async function ticketOf(storage: Pick<Storage, "beginRun">, input: BeginRunInput): Promise<RunTicket> {
+  const ticket = await storage.beginRun(input);
+  if (ticket === null) throw new Error(`beginRun: conversation ${input.conversation.id} is not the run's`);
+  return ticket;
+}

@@ -1,4 +1,5 @@
 import type { ServiceContext } from "../context.js";
+import { ServiceError } from "../http/errors.js";
 import type { IncomingRequest } from "../http/reply.js";
 import { newConversationRecord, storedMessage } from "../storage/records.js";
 import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
@@ -12,8 +13,12 @@ import { newRecordId } from "./run-id.js";
 export interface StartRunInput {
   channel: ChannelRecord;
   flow: RegisteredFlow;
-  /** The stored conversation the run continues, or null to start a new one. */
-  conversation: ConversationRecord | null;
+  /**
+   * The conversation the run continues, or null to start a new one. Its id is enough: the
+   * run takes its ticket only on a conversation of its channel and tenant, and `startRun`
+   * rejects with `conversation_not_found` otherwise (no read is needed before it).
+   */
+  conversation: Pick<ConversationRecord, "id"> | null;
   /** The user's input (`""` for a `start`). */
   payload: string;
   /**
@@ -61,8 +66,9 @@ export interface StartedRun {
  * Starts a run of a channel's flow: the one way every channel runs a flow. Creates the
  * conversation when it is new and takes the run's ticket in it (the run's turn when no
  * other run of the conversation is queued or in flight), then hands back the steps that
- * wait for the turn, run the flow and store the outcome. Rejects only when the storage
- * fails, before anything is sent.
+ * wait for the turn, run the flow and store the outcome. Rejects before anything is sent:
+ * with `conversation_not_found` when `conversation` is not one of the channel's (an unknown
+ * id, another channel's or tenant's), or when the storage fails.
  */
 export async function startRun(ctx: ServiceContext, input: StartRunInput): Promise<StartedRun> {
   const channel = ctx.runs.channels.share(input.channel);
@@ -89,12 +95,16 @@ export async function startRun(ctx: ServiceContext, input: StartRunInput): Promi
   // nobody else knows the conversation's id. It is stored whole at its end, in one
   // transaction, instead of a claim now and its outcome then (see docs/benchmarks.md).
   const begun = !(conversation.isNew && !input.live);
-  let ticket: RunTicket;
+  let ticket: RunTicket | null;
   try {
     ticket = begun ? await ctx.storage.beginRun(claim) : unbegun(claim);
   } catch (error) {
     runs.release(abort);
     throw error;
+  }
+  if (ticket === null) {
+    runs.release(abort);
+    throw new ServiceError("conversation_not_found");
   }
   // Field by field, not a spread: see docs/benchmarks.md, "Why the code looks like this".
   const steps = driveRun(

@@ -273,7 +273,7 @@ export function memoryStorage(): Storage {
   }
 
   /** Takes a run's ticket in its conversation (creating it when new), claiming the turn when it is the run's. */
-  function takeTicket(input: BeginRunInput): RunTicket {
+  function takeTicket(input: BeginRunInput): RunTicket | null {
     const { conversation } = input;
     if (conversation.isNew) {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
@@ -298,7 +298,7 @@ export function memoryStorage(): Storage {
       return { ticket: 0, claimed: { conversation: rowToConversation(row), userMessage } };
     }
     const row = conversations.get(conversation.id);
-    if (!row) throw new Error(`channelkit: conversation ${conversation.id} does not exist`);
+    if (!row || row.tenantId !== conversation.tenantId || row.channelId !== conversation.channelId) return null;
     const ticket = row.nextTicket;
     put(conversations, row.id, { ...row, nextTicket: ticket + 1 });
     if (row.serving !== ticket) {
@@ -347,10 +347,11 @@ export function memoryStorage(): Storage {
       return rows.slice(Math.max(0, rows.length - limit)).map(rowToMessage);
     },
 
-    async beginRun(input: BeginRunInput): Promise<RunTicket> {
+    async beginRun(input: BeginRunInput): Promise<RunTicket | null> {
       const { conversation } = input;
       return transaction(() => {
         const ticket = takeTicket(input);
+        if (ticket === null) return null;
         // Last, as nothing after it can fail: the streams are not in the transaction's journal.
         if (input.stream) {
           runStreams.openNow({ runId: input.run.id, conversationId: conversation.id, startedAt: input.run.startedAt, aliveUntil: input.stream.aliveUntil });

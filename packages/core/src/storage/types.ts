@@ -533,9 +533,11 @@ export interface Storage {
    * Registers a run on its conversation: creates the conversation when `conversation.isNew`,
    * and takes the run's ticket. When it is the run's turn at once (no other run of the
    * conversation is queued or in flight), claims it as {@link claimTurn} does, in the same
-   * transaction.
+   * transaction. An existing conversation that is not there, or is another tenant's or
+   * channel's than `conversation` says, takes no ticket: the answer is null (the channel's
+   * 404), so that a run on a conversation named by its client needs no read before it.
    */
-  beginRun(input: BeginRunInput): Promise<RunTicket>;
+  beginRun(input: BeginRunInput): Promise<RunTicket | null>;
   /**
    * Claims the run's turn when its ticket is the one served: stores its user message and its
    * `running` row, and takes the lease. When the run being served let its lease lapse (its

@@ -3,6 +3,7 @@ import { authenticateRequest } from "../../auth/authenticate.js";
 import { checkChannelSignature } from "../../auth/channel-signature.js";
 import type { RegisteredFlow, ServiceContext } from "../../context.js";
 import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
+import { isServiceError } from "../../http/errors.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
@@ -12,7 +13,7 @@ import { runToEnd, startRun } from "../../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { channelFlow } from "../flow.js";
-import { findOwnConversation } from "./conversation.js";
+import { canonicalId, findOwnConversation } from "./conversation.js";
 import { executeRequestSchema } from "./schemas.js";
 
 type ExecuteRequest = z.infer<typeof executeRequestSchema>;
@@ -30,13 +31,35 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   const parsed = parseJson(body);
   const input = validate(executeRequestSchema, parsed);
 
-  const existing = input.conversation_id ? await findOwnConversation(ctx.storage, channel, input.conversation_id) : null;
   const registered = channelFlow(ctx, channel);
   // Without a key, nothing more than today: no closure, no statement.
-  if (key === null) return run(request, ctx, channel, registered, existing, input, null);
+  if (key === null) return runOnConversation(request, ctx, channel, registered, input);
+  const existing = input.conversation_id ? await findOwnConversation(ctx.storage, channel, input.conversation_id) : null;
   return answerOnce(ctx, request, { channelId: channel.id, operation: "execute", key, body: parsed }, (kept) =>
     run(request, ctx, channel, registered, existing, input, kept),
   );
+}
+
+/**
+ * {@link run} on the conversation the request names, not read before: the run takes its
+ * ticket only on one of the channel's conversations (`startRun`'s 404), and only then is the
+ * conversation read, to tell another channel's (403 `conversation_forbidden`) from an
+ * unknown one (docs/benchmarks.md, "The conversation checked by the run's ticket").
+ */
+async function runOnConversation(
+  request: IncomingRequest,
+  ctx: ServiceContext,
+  channel: ChannelRecord,
+  registered: RegisteredFlow,
+  input: ExecuteRequest,
+): Promise<Reply> {
+  if (!input.conversation_id) return run(request, ctx, channel, registered, null, input, null);
+  try {
+    return await run(request, ctx, channel, registered, { id: canonicalId(input.conversation_id) }, input, null);
+  } catch (error) {
+    if (isServiceError(error) && error.code === "conversation_not_found") await findOwnConversation(ctx.storage, channel, input.conversation_id);
+    throw error;
+  }
 }
 
 /** Runs the flow and answers; `kept` keeps the answer of a request with a key. */
@@ -45,7 +68,7 @@ async function run(
   ctx: ServiceContext,
   channel: ChannelRecord,
   registered: RegisteredFlow,
-  existing: ConversationRecord | null,
+  existing: Pick<ConversationRecord, "id"> | null,
   input: ExecuteRequest,
   kept: KeptAnswer | null,
 ): Promise<Reply> {

@@ -22,13 +22,15 @@ export async function newMessage(request: IncomingRequest, clientId: string, ctx
   const { channel, body } = await webhookRequest(request, clientId, ctx);
   const key = idempotencyKeyOf(request);
   const input = validate(newMessageSchema, body);
+  const conversationId = canonicalId(input.conversationId);
   // Another channel's conversation is as unknown as one that does not exist: a client id
-  // opens its own conversations only.
-  const conversation = await ctx.storage.findConversation(canonicalId(input.conversationId));
+  // opens its own conversations only. The run takes its ticket only on one of them
+  // (`startRun`'s 404); a request with a key is checked first, before its key is kept.
+  if (key === null) return answer(request, ctx, channel, { id: conversationId }, input.userInput, null);
+  const conversation = await ctx.storage.findConversation(conversationId);
   if (!conversation || conversation.channelId !== channel.id || conversation.tenantId !== channel.tenantId) {
     throw new ServiceError("conversation_not_found");
   }
-  if (key === null) return answer(request, ctx, channel, conversation, input.userInput, null);
   return answerOnce(ctx, request, { channelId: channel.id, operation: "newMessage", key, body }, (kept) =>
     answer(request, ctx, channel, conversation, input.userInput, kept),
   );
@@ -39,7 +41,7 @@ async function answer(
   request: IncomingRequest,
   ctx: ServiceContext,
   channel: ChannelRecord,
-  conversation: ConversationRecord,
+  conversation: Pick<ConversationRecord, "id">,
   userInput: string,
   kept: KeptAnswer | null,
 ): Promise<Reply> {
