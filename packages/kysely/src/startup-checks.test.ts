@@ -159,6 +159,7 @@ function startupChecks(name: string, open: Open) {
       const archived = await host.admin.createChannel({ tenantId: tenant.id, flow: "support" });
       await host.admin.updateChannel(archived.channel.id, { state: "archived" });
       const echo = await host.admin.createChannel({ tenantId: tenant.id, flow: "echo" });
+      const hook = await host.admin.createChannel({ tenantId: tenant.id, flow: "support", type: "webhook", languages: ["en_US"] });
       await host.close();
 
       // A server started without the host's flow (the demo flows only).
@@ -166,8 +167,9 @@ function startupChecks(name: string, open: Open) {
       const service = await createChannelService({ storage: opener(), flows: demoFlows, secretKey: KEY_A, logger });
       try {
         expect(logger.warnings).toHaveLength(1);
-        expect(logger.warnings[0]).toContain(`1 channel(s) are bound to a flow this service does not register`);
+        expect(logger.warnings[0]).toContain(`2 channel(s) are bound to a flow this service does not register`);
         expect(logger.warnings[0]).toContain(`${bound.channel.id} (flow "support")`);
+        expect(logger.warnings[0]).toContain(`${hook.channel.id} (flow "support")`);
         expect(logger.warnings[0]).not.toContain(archived.channel.id);
         expect(logger.warnings[0]).not.toContain(echo.channel.id);
 
@@ -186,6 +188,36 @@ function startupChecks(name: string, open: Open) {
         }
         // Logged once for the channel, not once per request.
         expect(logger.errors.filter((line) => line.includes(bound.channel.id))).toHaveLength(1);
+
+        // The conversation is checked before the run, the flow with it: an unknown or
+        // foreign conversation is refused as such, not as an unavailable flow.
+        const execute = (key: string, body: Record<string, unknown>) =>
+          service.handler(
+            new Request("http://test/public/v1/api/execute", {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+              body: JSON.stringify(body),
+            }),
+          );
+        const other = (await (await execute(echo.api_key, { payload: "hi", stream: false })).json()) as { conversation_id: string };
+        const refusals = [
+          [{ payload: "hi", conversation_id: crypto.randomUUID() }, 404, "conversation_not_found"],
+          [{ payload: "hi", conversation_id: other.conversation_id }, 403, "conversation_forbidden"],
+        ] as const;
+        for (const [body, status, code] of refusals) {
+          const response = await execute(bound.api_key, body);
+          expect(response.status).toBe(status);
+          expect(((await response.json()) as { error: { code: string } }).error.code).toBe(code);
+        }
+        const hooked = await service.handler(
+          new Request(`http://test/channels/webhook/${hook.channel.client_id}/newMessage`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ conversationId: crypto.randomUUID(), userInput: "hi" }),
+          }),
+        );
+        expect(hooked.status).toBe(404);
+        expect(((await hooked.json()) as { error: { code: string } }).error.code).toBe("conversation_not_found");
       } finally {
         await service.close();
       }

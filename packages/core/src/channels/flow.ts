@@ -30,3 +30,18 @@ export function channelFlow(ctx: ServiceContext, channel: ChannelRecord): Regist
   }
   return registered;
 }
+
+/**
+ * {@link channelFlow} for a run on a conversation the request names and that was not read
+ * before (the run's ticket checks it): when the flow is unavailable, `checkConversation`
+ * runs first, so that an unknown or foreign conversation is still refused before the flow
+ * is (decisions.md, "Order of checks on execute": the conversation, then the run).
+ */
+export async function channelFlowAfter(ctx: ServiceContext, channel: ChannelRecord, checkConversation: () => Promise<unknown>): Promise<RegisteredFlow> {
+  try {
+    return channelFlow(ctx, channel);
+  } catch (error) {
+    await checkConversation();
+    throw error;
+  }
+}

@@ -12,7 +12,7 @@ import { runDocument } from "../../runs/json.js";
 import { runToEnd, startRun } from "../../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
-import { channelFlow } from "../flow.js";
+import { channelFlow, channelFlowAfter } from "../flow.js";
 import { canonicalId, findOwnConversation } from "./conversation.js";
 import { executeRequestSchema } from "./schemas.js";
 
@@ -31,10 +31,10 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   const parsed = parseJson(body);
   const input = validate(executeRequestSchema, parsed);
 
-  const registered = channelFlow(ctx, channel);
   // Without a key, nothing more than today: no closure, no statement.
-  if (key === null) return runOnConversation(request, ctx, channel, registered, input);
+  if (key === null) return runOnConversation(request, ctx, channel, input);
   const existing = input.conversation_id ? await findOwnConversation(ctx.storage, channel, input.conversation_id) : null;
+  const registered = channelFlow(ctx, channel);
   return answerOnce(ctx, request, { channelId: channel.id, operation: "execute", key, body: parsed }, (kept) =>
     run(request, ctx, channel, registered, existing, input, kept),
   );
@@ -46,18 +46,14 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
  * conversation read, to tell another channel's (403 `conversation_forbidden`) from an
  * unknown one (docs/benchmarks.md, "The conversation checked by the run's ticket").
  */
-async function runOnConversation(
-  request: IncomingRequest,
-  ctx: ServiceContext,
-  channel: ChannelRecord,
-  registered: RegisteredFlow,
-  input: ExecuteRequest,
-): Promise<Reply> {
-  if (!input.conversation_id) return run(request, ctx, channel, registered, null, input, null);
+async function runOnConversation(request: IncomingRequest, ctx: ServiceContext, channel: ChannelRecord, input: ExecuteRequest): Promise<Reply> {
+  const named = input.conversation_id;
+  if (!named) return run(request, ctx, channel, channelFlow(ctx, channel), null, input, null);
+  const registered = await channelFlowAfter(ctx, channel, () => findOwnConversation(ctx.storage, channel, named));
   try {
-    return await run(request, ctx, channel, registered, { id: canonicalId(input.conversation_id) }, input, null);
+    return await run(request, ctx, channel, registered, { id: canonicalId(named) }, input, null);
   } catch (error) {
-    if (isServiceError(error) && error.code === "conversation_not_found") await findOwnConversation(ctx.storage, channel, input.conversation_id);
+    if (isServiceError(error) && error.code === "conversation_not_found") await findOwnConversation(ctx.storage, channel, named);
     throw error;
   }
 }

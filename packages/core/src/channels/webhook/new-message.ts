@@ -1,4 +1,4 @@
-import type { ServiceContext } from "../../context.js";
+import type { RegisteredFlow, ServiceContext } from "../../context.js";
 import { ServiceError } from "../../http/errors.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
@@ -7,7 +7,7 @@ import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency
 import { runToEnd, startRun } from "../../runs/start.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { canonicalId } from "../api/conversation.js";
-import { channelFlow } from "../flow.js";
+import { channelFlow, channelFlowAfter } from "../flow.js";
 import { webhookRequest } from "./channel.js";
 import { botMessages } from "./events.js";
 import { newMessageSchema } from "./schemas.js";
@@ -26,14 +26,24 @@ export async function newMessage(request: IncomingRequest, clientId: string, ctx
   // Another channel's conversation is as unknown as one that does not exist: a client id
   // opens its own conversations only. The run takes its ticket only on one of them
   // (`startRun`'s 404); a request with a key is checked first, before its key is kept.
-  if (key === null) return answer(request, ctx, channel, { id: conversationId }, input.userInput, null);
+  if (key === null) {
+    const flow = await channelFlowAfter(ctx, channel, () => ownConversation(ctx, channel, conversationId));
+    return answer(request, ctx, channel, flow, { id: conversationId }, input.userInput, null);
+  }
+  const conversation = await ownConversation(ctx, channel, conversationId);
+  const flow = channelFlow(ctx, channel);
+  return answerOnce(ctx, request, { channelId: channel.id, operation: "newMessage", key, body }, (kept) =>
+    answer(request, ctx, channel, flow, conversation, input.userInput, kept),
+  );
+}
+
+/** The conversation of this channel, or 404 `conversation_not_found`. */
+async function ownConversation(ctx: ServiceContext, channel: ChannelRecord, conversationId: string): Promise<ConversationRecord> {
   const conversation = await ctx.storage.findConversation(conversationId);
   if (!conversation || conversation.channelId !== channel.id || conversation.tenantId !== channel.tenantId) {
     throw new ServiceError("conversation_not_found");
   }
-  return answerOnce(ctx, request, { channelId: channel.id, operation: "newMessage", key, body }, (kept) =>
-    answer(request, ctx, channel, conversation, input.userInput, kept),
-  );
+  return conversation;
 }
 
 /** Runs the flow on the user's input and answers its new events; `kept` keeps the answer of a request with a key. */
@@ -41,13 +51,14 @@ async function answer(
   request: IncomingRequest,
   ctx: ServiceContext,
   channel: ChannelRecord,
+  flow: RegisteredFlow,
   conversation: Pick<ConversationRecord, "id">,
   userInput: string,
   kept: KeptAnswer | null,
 ): Promise<Reply> {
   const run = await startRun(ctx, {
     channel,
-    flow: channelFlow(ctx, channel),
+    flow,
     conversation,
     payload: userInput,
     request,
