@@ -6,9 +6,11 @@ import { createChannelService } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { openStorage } from "@channelkit/kysely";
 import { serve } from "@channelkit/node";
+import { countLockWaits } from "./lock-waits.js";
 import { BENCH_SECRET_KEY, listenToParent, serverConfig, toParent } from "./shared.js";
 
 const config = serverConfig();
+if (config.countLockWaits && config.store === "sqlite") countLockWaits();
 const storage = openStorage(config.location);
 await storage.migrate();
 const service = await createChannelService({

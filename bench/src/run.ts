@@ -22,6 +22,9 @@
  *   --runtimes              execute JSON on Node, Bun and Deno, each runtime's own server on the
  *                           same SQLite file (bench/src/runtimes.ts), as ratios to Node; written to
  *                           bench/results/runtimes.md (--name). Not part of --quick, which says so
+ *   --instances             two channelkit processes on one database against one, the same load
+ *                           either way (execute JSON, the webhook message), with the lock waits
+ *                           (bench/src/instances.ts); written to bench/results/instances.* (--name)
  *   --stream-cost           what recording costs per write: server CPU per stream of the `slow`
  *                           flow (50 deltas, 100 ms apart, so 50 writes) on a resumable channel
  *                           against a plain one, --streams N (100) at once, --rounds (5)
@@ -35,6 +38,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { explainRequestPath, type QueryPlan } from "./explain.js";
 import { type Measurement, median, openStreams, type RequestSpec, requestLoad, streamLoad } from "./load.js";
+import { type InstancesResults, instancesMarkdown, instancesOnStore } from "./instances.js";
 import { printProfile, summarizeProfile } from "./profile.js";
 import {
   evaluateTargets,
@@ -78,6 +82,7 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     floor: { type: "boolean", default: false },
     runtimes: { type: "boolean", default: false },
+    instances: { type: "boolean", default: false },
     "stream-cost": { type: "boolean", default: false },
     streams: { type: "string" },
     rerender: { type: "string" },
@@ -566,12 +571,55 @@ function rerender(name: string): void {
   log(`bench/results/${name}.md and ${name}.json rewritten from their rounds`);
 }
 
+/** `--instances`: two channelkit processes on one database against one (bench/src/instances.ts). */
+async function instancesMode(began: number): Promise<void> {
+  log(`channelkit bench --instances: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`);
+  const info = machine();
+  const results: InstancesResults = {
+    date: new Date().toISOString(),
+    machine: "",
+    settings: { rounds: settings.rounds, durationS: settings.durationS, warmupS: settings.warmupS, connections: settings.connections },
+    skipped: [],
+    stores: [],
+  };
+  for (const store of args.store ? [args.store as StoreKind] : (["sqlite", "postgres"] as const)) {
+    const prepared = await prepareStore(store, results.skipped);
+    if (!prepared) continue;
+    try {
+      results.stores.push({ store, scenarios: await instancesOnStore(buildDir, prepared, settings, log) });
+    } finally {
+      await prepared.dispose();
+    }
+  }
+  results.machine = `Machine: ${machineLine({ ...info, loadAverageEnd: loadavg() })}`;
+  const name = args.name ?? "instances";
+  const dir = join(benchDir, "results");
+  mkdirSync(dir, { recursive: true });
+  const markdown = instancesMarkdown(results);
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(dir, `${name}.md`), markdown);
+  log(`\n${markdown}`);
+  log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+}
+
+/** A store to measure on, or null (the reason added to `skipped`) for Postgres without its URL. */
+async function prepareStore(store: StoreKind, skipped: string[]): Promise<PreparedStore | null> {
+  if (store === "sqlite") return prepareSqlite();
+  const url = process.env[POSTGRES_ENV];
+  if (url) return preparePostgres(url);
+  const reason = `Postgres skipped: ${POSTGRES_ENV} is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres); the benchmark creates a database there and drops it afterwards.`;
+  log(reason);
+  skipped.push(reason);
+  return null;
+}
+
 async function main(): Promise<void> {
   const began = Date.now();
   if (args.rerender) return rerender(args.rerender);
   if (args.profile) return profileMode(args.profile);
   if (args.floor) return floorMode();
   if (args["stream-cost"]) return streamCostMode();
+  if (args.instances) return instancesMode(began);
   if (args.runtimes) {
     log(`channelkit bench --runtimes: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`);
     const info = machine();
@@ -615,19 +663,8 @@ async function main(): Promise<void> {
   };
 
   for (const store of stores) {
-    let prepared: PreparedStore;
-    if (store === "sqlite") {
-      prepared = await prepareSqlite();
-    } else {
-      const url = process.env[POSTGRES_ENV];
-      if (!url) {
-        const reason = `Postgres skipped: ${POSTGRES_ENV} is not set (e.g. postgres://postgres@127.0.0.1:5432/postgres); the benchmark creates a database there and drops it afterwards.`;
-        log(reason);
-        skipped.push(reason);
-        continue;
-      }
-      prepared = await preparePostgres(url);
-    }
+    const prepared = await prepareStore(store, skipped);
+    if (!prepared) continue;
     try {
       await runStore(prepared, results);
     } finally {

@@ -11,6 +11,7 @@ import {
   BENCH_SECRET_KEY,
   type FloorVariant,
   type ForkedKind,
+  type LockWaits,
   type MemorySample,
   type OrchestratorMessage,
   type ServerConfig,
@@ -78,7 +79,12 @@ export class ServerProcess implements BenchServer {
     return this.#ask<NodeJS.CpuUsage>("cpu");
   }
 
-  #ask<Sample>(type: "memory" | "cpu"): Promise<Sample> {
+  /** How long the server waited for SQLite's write lock so far (zeros on Postgres). */
+  locks(): Promise<LockWaits> {
+    return this.#ask<LockWaits>("locks");
+  }
+
+  #ask<Sample>(type: "memory" | "cpu" | "locks"): Promise<Sample> {
     const id = ++this.#nextId;
     return new Promise((resolve) => {
       const onMessage = (message: ServerMessage) => {

@@ -30,6 +30,8 @@ export interface ServerConfig {
   store: StoreKind;
   /** SQLite file path or `postgres://` URL of the seeded database. */
   location: string;
+  /** Time each SQLite transaction's wait for the write lock (`--instances`). */
+  countLockWaits?: boolean;
 }
 
 /** Messages from a server process to the orchestrator. */
@@ -37,10 +39,28 @@ export type ServerMessage =
   | { type: "ready"; port: number }
   | { type: "memory"; id: number; usage: MemorySample }
   | { type: "cpu"; id: number; usage: NodeJS.CpuUsage }
+  | { type: "locks"; id: number; usage: LockWaits }
   | { type: "stopped" };
 
 /** Messages from the orchestrator to a server process. */
-export type OrchestratorMessage = { type: "memory"; id: number } | { type: "cpu"; id: number } | { type: "stop" };
+export type OrchestratorMessage = { type: "memory"; id: number } | { type: "cpu"; id: number } | { type: "locks"; id: number } | { type: "stop" };
+
+/**
+ * How often a server met another process's SQLite write lock so far: each transaction's
+ * `BEGIN IMMEDIATE` timed and counted (bench/src/lock-waits.ts).
+ */
+export interface LockWaits {
+  begins: number;
+  /** `BEGIN IMMEDIATE`s that blocked the process 1 ms or more (SQLite's busy handler sleeps at least that long). */
+  waits: number;
+  /** How long those blocked the process. */
+  waitedMs: number;
+  /** `BEGIN IMMEDIATE`s answered `SQLITE_BUSY` at once (the group commit then tries again without blocking). */
+  busy: number;
+}
+
+/** What a server counted of its lock waits (zeros when it does not count them). */
+export const lockWaits: LockWaits = { begins: 0, waits: 0, waitedMs: 0, busy: 0 };
 
 /** `process.memoryUsage()` after a full garbage collection. */
 export interface MemorySample {
@@ -81,6 +101,8 @@ export function listenToParent(stop: () => Promise<void>): void {
       toParent({ type: "memory", id: message.id, usage: sampleMemory() });
     } else if (message.type === "cpu") {
       toParent({ type: "cpu", id: message.id, usage: process.cpuUsage() });
+    } else if (message.type === "locks") {
+      toParent({ type: "locks", id: message.id, usage: { ...lockWaits } });
     } else if (message.type === "stop") {
       void stop().finally(() => {
         toParent({ type: "stopped" });

@@ -5,7 +5,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { rowsOf, type TransactionBody } from "./executor.js";
-import { type GroupCommitConnection, groupCommit } from "./group-commit.js";
+import { beginWithoutWaiting, type GroupCommitConnection, groupCommit } from "./group-commit.js";
 
 const dirs: string[] = [];
 const open: BetterSqlite3.Database[] = [];
@@ -30,19 +30,25 @@ function connect(path?: string, busyTimeoutMs = 5000): { path: string; database:
   return { path: file, database };
 }
 
-/** The connection as the SQLite executor gives it, counting the statements it runs. */
-function connection(database: BetterSqlite3.Database, log: string[]): GroupCommitConnection {
+/** The connection as the SQLite executor gives it, counting the statements it runs (the lock's pragmas aside). */
+function connection(database: BetterSqlite3.Database, log: string[], busyTimeoutMs = 5000): GroupCommitConnection {
+  const rows = (query: CompiledQuery) => {
+    const statement = database.prepare(query.sql);
+    if (statement.reader) return statement.all(...query.parameters);
+    statement.run(...query.parameters);
+    return [];
+  };
+  const begin = beginWithoutWaiting(rows, busyTimeoutMs);
   return {
     run(sql) {
       log.push(sql);
       database.prepare(sql).run();
     },
     inTransaction: () => database.inTransaction,
-    rows(query) {
-      const statement = database.prepare(query.sql);
-      if (statement.reader) return statement.all(...query.parameters);
-      statement.run(...query.parameters);
-      return [];
+    rows,
+    tryBegin() {
+      log.push("BEGIN IMMEDIATE");
+      return begin();
     },
   };
 }
@@ -187,7 +193,7 @@ describe("groupCommit", () => {
   it("rejects the whole batch when another process holds the write lock past the busy timeout, and commits the next batch", async () => {
     const { path, database } = connect(undefined, 20);
     const other = connect(path).database;
-    const transaction = groupCommit(connection(database, []), noElsewhere);
+    const transaction = groupCommit(connection(database, [], 20), noElsewhere, 20);
     other.exec("BEGIN IMMEDIATE");
     other.prepare("insert into t (id, name) values (100, 'other process')").run();
     const settled = await Promise.allSettled([transaction(() => inserting(1, "a")), transaction(() => inserting(2, "b"))]);
@@ -196,6 +202,32 @@ describe("groupCommit", () => {
     other.exec("COMMIT");
     await transaction(() => inserting(1, "a"));
     expect(names(database)).toEqual(["a", "other process"]);
+  });
+
+  it("waits for another process's write lock without blocking the event loop, the transactions asked for meanwhile joining the batch in order", async () => {
+    const { path, database } = connect();
+    const other = connect(path).database;
+    const log: string[] = [];
+    const transaction = groupCommit(connection(database, log), noElsewhere);
+    other.exec("BEGIN IMMEDIATE");
+    other.prepare("insert into t (id, name) values (100, 'other process')").run();
+    const began = Date.now();
+    // Released by a timer of this process: blocked in SQLite's busy handler, it would never fire.
+    const released = new Promise<number>((done) =>
+      setTimeout(() => {
+        other.exec("COMMIT");
+        done(Date.now() - began);
+      }, 30),
+    );
+    const first = transaction(() => inserting(1, "first"));
+    await new Promise((done) => setTimeout(done, 5));
+    const second = transaction(() => inserting(2, "second"));
+    expect(await Promise.all([first, second])).toEqual([2, 3]);
+    expect(await released).toBeLessThan(1000);
+    expect(names(database)).toEqual(["first", "second", "other process"]);
+    // One commit for both, once the lock was had.
+    expect(log.filter((sql) => sql === "COMMIT")).toHaveLength(1);
+    expect(log.filter((sql) => sql === "BEGIN IMMEDIATE").length).toBeGreaterThan(1);
   });
 
   it("rejects every body of a batch whose commit fails: none of them was stored", async () => {

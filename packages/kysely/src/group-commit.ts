@@ -1,4 +1,4 @@
-import type { CompiledQuery } from "kysely";
+import { CompiledQuery } from "kysely";
 import { runBodySync, type TransactionBody } from "./executor.js";
 
 /** The little of a synchronous SQLite connection that group commit needs. */
@@ -9,6 +9,11 @@ export interface GroupCommitConnection {
   inTransaction(): boolean;
   /** The rows of one statement of a transaction body. */
   rows(query: CompiledQuery): unknown[];
+  /**
+   * Takes the write lock (`BEGIN IMMEDIATE`) unless another connection holds it: false then,
+   * at once, without the busy timeout's wait ({@link beginWithoutWaiting}).
+   */
+  tryBegin(): boolean;
 }
 
 interface Pending {
@@ -28,6 +33,35 @@ export const afterIo: (flush: () => void) => void =
 // biome-ignore lint/correctness/useYield: the work runs its own statements, synchronously, inside the batch's transaction
 export function* bodyOf<T>(work: () => T): TransactionBody<T> {
   return work();
+}
+
+/** Whether a driver's error is SQLite's `SQLITE_BUSY` (better-sqlite3, bun:sqlite, node:sqlite). */
+export function isBusy(error: unknown): boolean {
+  const { code, errcode, errno } = (error ?? {}) as { code?: unknown; errcode?: unknown; errno?: unknown };
+  return code === "SQLITE_BUSY" || errcode === 5 || errno === 5;
+}
+
+/**
+ * `tryBegin` for a connection whose busy timeout is `busyTimeoutMs`: the timeout is 0 for the
+ * `BEGIN IMMEDIATE` alone (SQLite answers `SQLITE_BUSY` at once instead of sleeping in its
+ * busy handler), then set back for every other statement. `rows` runs one statement.
+ */
+export function beginWithoutWaiting(rows: (query: CompiledQuery) => unknown, busyTimeoutMs: number): () => boolean {
+  const noWait = CompiledQuery.raw("PRAGMA busy_timeout = 0");
+  const wait = CompiledQuery.raw(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+  const begin = CompiledQuery.raw("BEGIN IMMEDIATE");
+  return () => {
+    rows(noWait);
+    try {
+      rows(begin);
+      return true;
+    } catch (error) {
+      if (isBusy(error)) return false;
+      throw error;
+    } finally {
+      rows(wait);
+    }
+  };
 }
 
 /** Runs a transaction body in the next group commit; settles after its commit. */
@@ -64,20 +98,29 @@ export type GroupCommit = <T>(body: () => TransactionBody<T>) => Promise<T>;
  * about a twentieth of a run's time. When an error ends the transaction itself (SQLite rolls
  * back on some I/O errors and `SQLITE_FULL`), the same happens.
  *
- * `BEGIN IMMEDIATE` takes the write lock before the first body (waiting up to the busy
- * timeout once for the whole batch), so that a body never meets another process's lock
- * half-way; when it cannot be had, or the commit fails, every body of the batch is rejected
- * with that error: none of them was stored.
+ * `BEGIN IMMEDIATE` takes the write lock before the first body, so that a body never meets
+ * another process's lock half-way. While another process holds it, the batch waits without
+ * blocking the event loop: SQLite's busy handler would put the whole process to sleep (1 ms,
+ * then 2, 5, 10 ms... for a lock held a fraction of a millisecond), where the batch tries
+ * again after the I/O of this turn, twice, then after 1, 2, 4 .. 16 ms, and the process
+ * serves its other requests meanwhile; the transactions asked for during the wait join the
+ * batch (docs/benchmarks.md, "Two instances on one database"). Past the busy timeout
+ * (`busyTimeoutMs`), or when the commit fails, every body of the batch is rejected with that
+ * error: none of them was stored.
  */
-export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupCommit): GroupCommit {
+export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupCommit, busyTimeoutMs = 5000): GroupCommit {
   let queue: Pending[] = [];
   /** A transaction was asked for since the last flush, which is scheduled. */
   let asked = false;
   /** How many transactions the last flush ran together: more than one, others are active. */
   let lastBatch = 0;
+  /** The batch waiting for another process's write lock, if any: the queue waits behind it. */
+  let waiting: Pending[] | null = null;
 
   function flush(): void {
     asked = false;
+    // The batch waiting for the lock takes the queue with it when it tries again.
+    if (waiting) return;
     const batch = queue;
     queue = [];
     lastBatch = batch.length;
@@ -91,9 +134,12 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
     commit(batch);
   }
 
-  function commit(batch: Pending[]): void {
+  function commit(batch: Pending[], waitingSince = 0, attempt = 0): void {
     try {
-      connection.run("BEGIN IMMEDIATE");
+      if (!connection.tryBegin()) {
+        waitForLock(batch, waitingSince || Date.now(), attempt);
+        return;
+      }
     } catch (error) {
       for (const pending of batch) pending.reject(error);
       return;
@@ -120,6 +166,34 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
     for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(results[i]);
   }
 
+  function waitForLock(batch: Pending[], since: number, attempt: number): void {
+    if (Date.now() - since >= busyTimeoutMs) {
+      const error = Object.assign(
+        new Error(`database is locked: another process held SQLite's write lock for more than the busy timeout (${busyTimeoutMs} ms)`),
+        {
+          code: "SQLITE_BUSY",
+        },
+      );
+      for (const pending of batch) pending.reject(error);
+      return;
+    }
+    waiting = batch;
+    const retry = () => {
+      const more = queue;
+      queue = [];
+      waiting = null;
+      const next = more.length === 0 ? batch : batch.concat(more);
+      lastBatch = next.length;
+      if (connection.inTransaction()) {
+        for (const pending of next) elsewhere(pending.body).then(pending.resolve, pending.reject);
+        return;
+      }
+      commit(next, since, attempt + 1);
+    };
+    if (attempt < 2) afterIo(retry);
+    else setTimeout(retry, Math.min(16, 2 ** (attempt - 2)));
+  }
+
   return <T>(body: () => TransactionBody<T>) =>
     new Promise<T>((resolve, reject) => {
       const pending: Pending = { body, resolve: resolve as (value: unknown) => void, reject };
@@ -128,7 +202,7 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
         // The flush also ends the turn: a second transaction of this turn waits for it.
         afterIo(flush);
         // Nothing is queued (the turn's first); alone last time too: commit it now.
-        if (lastBatch <= 1 && !connection.inTransaction()) {
+        if (lastBatch <= 1 && waiting === null && !connection.inTransaction()) {
           commit([pending]);
           return;
         }

@@ -75,6 +75,10 @@ describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks
           },
           inTransaction: () => database.inTransaction,
           rows: () => [],
+          tryBegin: () => {
+            database.prepare("BEGIN IMMEDIATE").run();
+            return true;
+          },
         },
         () => Promise.reject(new Error("not expected")),
       );

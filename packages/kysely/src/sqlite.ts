@@ -2,7 +2,7 @@ import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { betterSqlite3 } from "./drivers.js";
 import { type Executor, kyselyExecutor } from "./executor.js";
-import { type GroupCommit, groupCommit } from "./group-commit.js";
+import { beginWithoutWaiting, type GroupCommit, groupCommit } from "./group-commit.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -28,7 +28,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  const executor = sqliteExecutor(database, kyselyExecutor(db));
+  const executor = sqliteExecutor(database, kyselyExecutor(db), busyTimeoutMs);
   return new KyselyStorage(db, executor, () => sqliteFeed(database), sqliteRateLimits(database, executor.groupCommit));
 }
 
@@ -40,7 +40,7 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * column name on every row, which made the key lookup's one row costly (see
  * docs/benchmarks.md, "Why the code looks like this").
  */
-function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Executor & { groupCommit: GroupCommit } {
+function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, busyTimeoutMs: number): Executor & { groupCommit: GroupCommit } {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
@@ -63,8 +63,14 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor): Exe
     return rows as Row[];
   }
   const transaction = groupCommit(
-    { run: (sql) => void statements.prepare(sql).run([]), inTransaction: () => database.inTransaction, rows },
+    {
+      run: (sql) => void statements.prepare(sql).run([]),
+      inTransaction: () => database.inTransaction,
+      rows,
+      tryBegin: beginWithoutWaiting(rows, busyTimeoutMs),
+    },
     kysely.transaction as GroupCommit,
+    busyTimeoutMs,
   );
   // While Kysely holds the connection in a transaction (a migration, or your own through
   // `storage.db`), a statement run directly would run inside it: such statements queue

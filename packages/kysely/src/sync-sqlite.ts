@@ -1,7 +1,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { type Executor, kyselyExecutor } from "./executor.js";
-import { type GroupCommit, groupCommit } from "./group-commit.js";
+import { beginWithoutWaiting, type GroupCommit, groupCommit } from "./group-commit.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import type { Database } from "./schema.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -77,8 +77,9 @@ export function syncSqliteStorage(driver: SyncSqliteDriver, options: SyncSqliteO
   // While Kysely holds the connection in a transaction (a migration, or your own through
   // `storage.db`), statements queue behind it through Kysely's driver, as in `sqlite()`.
   const transaction = groupCommit(
-    { run: (sql) => void statements(sql).run([]), inTransaction: () => driver.inTransaction(), rows },
+    { run: (sql) => void statements(sql).run([]), inTransaction: () => driver.inTransaction(), rows, tryBegin: beginWithoutWaiting(rows, busyTimeoutMs) },
     kysely.transaction as GroupCommit,
+    busyTimeoutMs,
   );
   const executor: Executor = {
     dataModifyingCtes: false,
