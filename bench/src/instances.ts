@@ -12,9 +12,9 @@
  *   lock (`wait_event_type = 'Lock'`, row locks included), and `pg_stat_database.deadlocks`.
  *
  * Scenarios: execute JSON (a new conversation per request: instances share only the write lock
- * and the tables' last pages) and the webhook message (64 conversations dealt in turn by each
- * load generator, so both instances run turns of the same conversations and wait for each
- * other's, and count the same webhook client's rate limits).
+ * and the tables' last pages) and the webhook message (64 conversations, dealt in turn; with two
+ * instances each gets its own 32, as a load balancer keeping a conversation on one instance
+ * would, and both count the same webhook client's rate limit).
  */
 import pg from "pg";
 import { type LoadOptions, type Measurement, median, type RequestSpec, requestLoad } from "./load.js";
@@ -116,7 +116,7 @@ async function load(
   const share = Math.round(connections / loaded.length);
   const cpu = async () => (await Promise.all(servers.map((s) => s.cpu()))).reduce((sum, u) => sum + u.user + u.system, 0);
   const before = await cpu();
-  const parts = await Promise.all(loaded.map((server) => requestLoad(options(server, share), specs)));
+  const parts = await Promise.all(loaded.map((server, i) => requestLoad(options(server, share), shareOf(specs, scenario, i, loaded.length))));
   const used = (await cpu()) - before;
   const total = parts.reduce((sum, m) => sum + m.total, 0);
   return {
@@ -127,6 +127,18 @@ async function load(
     total,
     cpuUs: total > 0 ? used / total : Number.NaN,
   };
+}
+
+/**
+ * The requests of the `i`-th of `count` instances: for a scenario that deals its requests to
+ * conversations (the webhook's 64), each instance its own part of them, as a load balancer
+ * that keeps a conversation on one instance would; two load generators dealing the same list
+ * in step would send each conversation's messages to both instances at the same moment.
+ */
+function shareOf(specs: RequestSpec[], scenario: Scenario, i: number, count: number): RequestSpec[] {
+  if (!scenario.spread || count === 1) return specs;
+  const size = Math.ceil(specs.length / count);
+  return specs.slice(i * size, (i + 1) * size);
 }
 
 async function locksOf(servers: ServerProcess[]): Promise<LockWaits> {
