@@ -65,6 +65,7 @@ const OPTIONS = {
   estimateTokens: true,
   logger: true,
   turnLeaseMs: true,
+  turnPollMaxMs: true,
   rateLimits: true,
   trustProxy: true,
   openapi: true,

@@ -97,6 +97,8 @@ export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
 export type { RunSteps, TextPart } from "./runs/driver.js";
 export type { RunOutcome } from "./runs/outcome.js";
 export type { RunLifecycle } from "./runs/lifecycle.js";
+// Storage implementers: the feed topic on which a store announces a turn passed (`Storage.announcesTurns`).
+export { TURN_PASSED_TOPIC } from "./runs/lifecycle.js";
 
 // Storage implementers (and tools that seed or read a store): what is stored, and how keys
 // and signing secrets are stored.

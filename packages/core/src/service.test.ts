@@ -85,3 +85,15 @@ describe("a plugin's route", () => {
     }
   });
 });
+
+describe("createChannelService options", () => {
+  it("refuses a turnPollMaxMs that is not a number of milliseconds, 2 or more", async () => {
+    for (const bad of [0, 1, -5, Number.NaN, Number.POSITIVE_INFINITY, "100" as unknown as number]) {
+      await expect(createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: quiet, turnPollMaxMs: bad })).rejects.toThrow(
+        /turnPollMaxMs is a number of milliseconds, 2 or more/,
+      );
+    }
+    const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: quiet, turnPollMaxMs: 2 });
+    await service.close();
+  });
+});

@@ -67,6 +67,14 @@ export interface ChannelServiceOptions {
    */
   turnLeaseMs?: number;
   /**
+   * Longest wait, in ms, between two looks at its conversation's queue by a run waiting for
+   * its turn (default 100; the waits grow from 2 ms to this). A run of the same process that
+   * ends wakes the runs waiting behind it at once; so does a run of another instance when
+   * the store announces turns (`Storage.announcesTurns`: `@channelkit/kysely`'s Postgres
+   * storage does, through `NOTIFY`), and the looks are then only a fallback.
+   */
+  turnPollMaxMs?: number;
+  /**
    * Rate limits (see docs/security.md): each limit a `{ requests, windowSeconds }` rule or
    * `false` for none, replacing its default; `store` is where they count (default: the
    * storage's own table, shared by every instance on the database, else this process's
@@ -155,6 +163,10 @@ export interface ChannelService {
 export async function createChannelService(options: ChannelServiceOptions): Promise<ChannelService> {
   const logger = options.logger ?? console;
   const production = options.production ?? nodeEnv() === "production";
+  const { turnPollMaxMs } = options;
+  if (turnPollMaxMs !== undefined && !(Number.isFinite(turnPollMaxMs) && turnPollMaxMs >= 2)) {
+    throw new TypeError(`channelkit: turnPollMaxMs is a number of milliseconds, 2 or more, not ${String(turnPollMaxMs)}`);
+  }
   if (!options.secretKey) {
     if (production) {
       throw new Error("channelkit: a master key is required in production: set CHANNELKIT_SECRET_KEY (openssl rand -hex 32).");
@@ -182,7 +194,12 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
-    runs: new RunLifecycle({ logger, leaseMs }),
+    runs: new RunLifecycle({
+      logger,
+      leaseMs,
+      feed: options.storage.announcesTurns ? options.storage.feed : undefined,
+      turnPollMaxMs: options.turnPollMaxMs,
+    }),
     livechat: new LiveChat({
       storage: options.storage,
       feed,

@@ -2,9 +2,9 @@ import type { LiveFeed } from "@channelkit/core";
 import { checkFeedMessage } from "@channelkit/core";
 import type pg from "pg";
 import { pgDriver } from "./drivers.js";
+import { FEED_CHANNEL } from "./feed-channel.js";
 
-/** The one `LISTEN` channel of channelkit; a notification's payload is the topic, a newline, the message. */
-export const FEED_CHANNEL = "channelkit_feed";
+export { FEED_CHANNEL };
 /** Longest wait between two attempts to listen again after the connection was lost, in ms. */
 const MAX_RECONNECT_MS = 5000;
 

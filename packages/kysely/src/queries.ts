@@ -1,4 +1,6 @@
-import type { ExpressionBuilder, Kysely } from "kysely";
+import { TURN_PASSED_TOPIC } from "@channelkit/core";
+import { type ExpressionBuilder, type Kysely, sql } from "kysely";
+import { FEED_CHANNEL } from "./feed-channel.js";
 import { PreparedQueries, PreparedQuery } from "./prepared.js";
 import { CHANNEL_COLUMNS, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
 
@@ -392,6 +394,19 @@ function completeRunQuery(db: Kysely<Database>, count: number, setsFlowState: bo
           .returning("runs.id"),
       )
       .selectFrom("t")
-      .select(["t.next_turn", "t.serving", "t.next_ticket"]);
+      .select(["t.next_turn", "t.serving", "t.next_ticket"])
+      .select(announceTurn($(4)));
   });
+}
+
+/**
+ * Tells the instances listening on the feed that the conversation's turn passed to a run that
+ * waits for it (a ticket is taken after the one now served): `pg_notify` on the feed's
+ * channel, topic {@link TURN_PASSED_TOPIC}, delivered at the statement's commit. Nothing is
+ * sent when nobody waits.
+ */
+function announceTurn(conversationId: unknown) {
+  return sql<null>`case when ${sql.ref("t.next_ticket")} > ${sql.ref("t.serving")} then pg_notify(${FEED_CHANNEL}, ${`${TURN_PASSED_TOPIC}\n`} || ${conversationId}) end`.as(
+    "announced",
+  );
 }

@@ -63,6 +63,12 @@ export class KyselyStorage implements Storage {
   readonly #channels = new ChannelRecords();
   /** The feed between the processes on this database: `NOTIFY` on Postgres, a table on SQLite; none on a Kysely of your own. */
   readonly feed?: LiveFeed;
+  /**
+   * Whether runs waiting for a turn on other instances are told when it passes: on Postgres
+   * (a `NOTIFY` from the statement that completes a run, when a run waits after it), not on
+   * SQLite, whose feed is itself read every 100 ms.
+   */
+  readonly announcesTurns: boolean;
   /** Where the rate limits count: a table of this database, shared by every instance on it, the counts of concurrent requests batched. */
   readonly rateLimits?: RateLimitStore;
   /** Where streams of resumable channels are recorded, readable by every instance on this database. */
@@ -78,6 +84,7 @@ export class KyselyStorage implements Storage {
     this.runStreams = kyselyRunStreams(db, executor);
     this.idempotency = kyselyIdempotency(db, executor);
     if (feed) this.feed = feed(executor);
+    this.announcesTurns = this.feed !== undefined && executor.dataModifyingCtes;
     if (rateLimits) this.rateLimits = rateLimits;
   }
 

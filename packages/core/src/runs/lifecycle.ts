@@ -1,6 +1,6 @@
 import type { Logger } from "../context.js";
 import type { IncomingRequest } from "../http/reply.js";
-import type { Storage } from "../storage/types.js";
+import type { LiveFeed, Storage } from "../storage/types.js";
 import { RunAbort } from "./abort.js";
 import { RunDeadlines } from "./deadlines.js";
 import { SharedChannels } from "./shared-channels.js";
@@ -16,14 +16,27 @@ export interface HeldTurn {
   sinceMs: number;
 }
 
+/**
+ * The {@link LiveFeed} topic on which a store may announce that a conversation's turn passed
+ * to a run that waits for it (the message: the conversation's id), so that the runs waiting
+ * on other instances look at once rather than at their next poll. Optional for a store:
+ * waiting runs poll anyway. `@channelkit/kysely`'s Postgres storage notifies from the
+ * statement that completes a run, when a run is queued after it.
+ */
+export const TURN_PASSED_TOPIC = "turn";
+
 /** Settings of a service's {@link RunLifecycle}. */
 interface RunLifecycleOptions {
   logger: Logger;
   /** How long a run holds its conversation's turn without renewing it, in ms. */
   leaseMs: number;
+  /** Where the turns passed on other instances are announced ({@link TURN_PASSED_TOPIC}). */
+  feed?: LiveFeed;
+  /** Longest wait between two looks at a conversation's queue by a run waiting its turn, in ms (default 100). */
+  turnPollMaxMs?: number;
 }
 
-/** Longest wait between two looks at a conversation's queue by a run waiting its turn, in ms. */
+/** Default longest wait between two looks at a conversation's queue by a run waiting its turn, in ms. */
 const MAX_POLL_MS = 100;
 const MIN_POLL_MS = 2;
 
@@ -52,9 +65,16 @@ export class RunLifecycle {
   /** One record per channel for the runs in flight. */
   readonly channels = new SharedChannels();
 
+  readonly #feed: LiveFeed | undefined;
+  readonly #maxPollMs: number;
+  /** The subscription to turns passed on other instances: made when a run first waits, kept until `close()`. */
+  #turnsFeed: Promise<(() => void) | undefined> | undefined;
+
   constructor(options: RunLifecycleOptions) {
     this.logger = options.logger;
     this.leaseMs = options.leaseMs;
+    this.#feed = options.feed;
+    this.#maxPollMs = Math.max(MIN_POLL_MS, options.turnPollMaxMs ?? MAX_POLL_MS);
   }
 
   /**
@@ -137,6 +157,21 @@ export class RunLifecycle {
     }
   }
 
+  /**
+   * Listens, once, for the turns that stores announce on the feed, so that a run waiting for a
+   * turn another instance holds is woken when that instance's run ends. Until the
+   * subscription is made, and should it fail, waiting runs poll as before.
+   */
+  #followTurns(): void {
+    if (this.#turnsFeed !== undefined || this.#feed === undefined || this.#closed) return;
+    this.#turnsFeed = this.#feed
+      .subscribe(TURN_PASSED_TOPIC, (conversationId) => this.turnPassed(conversationId))
+      .catch((error: unknown) => {
+        this.logger.warn("channelkit: could not follow the turns passed on other instances; waiting runs poll", error);
+        return undefined;
+      });
+  }
+
   /** Wakes the runs of this process waiting their turn on `conversationId`. */
   turnPassed(conversationId: string): void {
     const waiting = this.#waiting.get(conversationId);
@@ -151,7 +186,8 @@ export class RunLifecycle {
    * looking), or `abort` aborts.
    */
   async awaitTurn(conversationId: string, attempt: number, abort: RunAbort): Promise<void> {
-    const ms = Math.min(MAX_POLL_MS, MIN_POLL_MS * 2 ** attempt);
+    this.#followTurns();
+    const ms = Math.min(this.#maxPollMs, MIN_POLL_MS * 2 ** attempt);
     let waiting = this.#waiting.get(conversationId);
     if (!waiting) {
       waiting = new Set();
@@ -197,5 +233,8 @@ export class RunLifecycle {
     clearInterval(this.#renewals);
     this.#renewals = undefined;
     this.deadlines.close();
+    const following = this.#turnsFeed;
+    this.#turnsFeed = undefined;
+    (await following)?.();
   }
 }

@@ -576,6 +576,12 @@ export interface Storage {
    * table); absent, the service uses one within its own process only.
    */
   readonly feed?: LiveFeed;
+  /**
+   * Whether the store announces on its {@link feed}, on the topic `TURN_PASSED_TOPIC`, that a
+   * conversation's turn passed to a run waiting for it: the runs waiting on other instances
+   * are then woken at once rather than at their next look at the queue.
+   */
+  readonly announcesTurns?: boolean;
   /** Where the rate limits count, shared by every instance on this database; without one they count in each process's memory. */
   readonly rateLimits?: RateLimitStore;
   /** Where streams of resumable channels are recorded; without one, no stream can be resumed. */
