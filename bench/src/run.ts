@@ -511,12 +511,8 @@ async function streamCostMode(): Promise<void> {
   const rounds = Number(args.rounds ?? 5);
   const stores: StoreKind[] = args.store ? [args.store as StoreKind] : ["sqlite", "postgres"];
   for (const store of stores) {
-    const url = process.env[POSTGRES_ENV];
-    if (store === "postgres" && !url) {
-      log(`Postgres skipped: ${POSTGRES_ENV} is not set`);
-      continue;
-    }
-    const prepared = store === "sqlite" ? await prepareSqlite() : await preparePostgres(url as string);
+    const prepared = await prepareStore(store, []);
+    if (!prepared) continue;
     try {
       const data = await seed(store, prepared.location);
       const server = await ServerProcess.start(buildDir, { kind: "channelkit", store, location: prepared.location });
@@ -571,6 +567,16 @@ function rerender(name: string): void {
   log(`bench/results/${name}.md and ${name}.json rewritten from their rounds`);
 }
 
+/** Writes `bench/results/<name>.json` and `.md`, prints the markdown and where it went. */
+function writeResults(name: string, results: unknown, markdown: string, began: number): void {
+  const dir = join(benchDir, "results");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(dir, `${name}.md`), markdown);
+  log(`\n${markdown}`);
+  log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+}
+
 /** `--instances`: two channelkit processes on one database against one (bench/src/instances.ts). */
 async function instancesMode(began: number): Promise<void> {
   log(`channelkit bench --instances: ${settings.rounds} round(s), ${settings.durationS} s per measurement, ${settings.connections} connections`);
@@ -592,14 +598,7 @@ async function instancesMode(began: number): Promise<void> {
     }
   }
   results.machine = `Machine: ${machineLine({ ...info, loadAverageEnd: loadavg() })}`;
-  const name = args.name ?? "instances";
-  const dir = join(benchDir, "results");
-  mkdirSync(dir, { recursive: true });
-  const markdown = instancesMarkdown(results);
-  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(dir, `${name}.md`), markdown);
-  log(`\n${markdown}`);
-  log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+  writeResults(args.name ?? "instances", results, instancesMarkdown(results), began);
 }
 
 /** A store to measure on, or null (the reason added to `skipped`) for Postgres without its URL. */
@@ -625,14 +624,7 @@ async function main(): Promise<void> {
     const info = machine();
     const measured = { ...(await runtimesMode(buildDir, settings, log)), machine: "" };
     measured.machine = `Machine: ${machineLine({ ...info, loadAverageEnd: loadavg() })}`;
-    const name = args.name ?? "runtimes";
-    const dir = join(benchDir, "results");
-    mkdirSync(dir, { recursive: true });
-    const markdown = runtimesMarkdown(measured);
-    writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(measured, null, 2)}\n`);
-    writeFileSync(join(dir, `${name}.md`), markdown);
-    log(`\n${markdown}`);
-    log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+    writeResults(args.name ?? "runtimes", measured, runtimesMarkdown(measured), began);
     return;
   }
   const info = machine();
@@ -675,13 +667,7 @@ async function main(): Promise<void> {
   info.loadAverageEnd = loadavg();
   const final: Results = { ...results, targets: evaluateTargets(results) };
   const name = args.name ?? (settings.quick ? "quick" : args.store || args.scenarios ? "partial" : "latest");
-  const dir = join(benchDir, "results");
-  mkdirSync(dir, { recursive: true });
-  const markdown = toMarkdown(final);
-  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(final, null, 2)}\n`);
-  writeFileSync(join(dir, `${name}.md`), markdown);
-  log(`\n${markdown}`);
-  log(`results written to bench/results/${name}.md and ${name}.json in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+  writeResults(name, final, toMarkdown(final), began);
 }
 
 await main();
