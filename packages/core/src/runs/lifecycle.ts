@@ -43,8 +43,8 @@ const MIN_POLL_MS = 2;
 /**
  * The one owner of the runs of a service: it knows every run in flight, aborts a run when
  * its client goes away or the service closes, lets a run waiting its turn sleep until a run
- * of the same conversation ends in this process (or a short poll, for the other
- * processes), and lets `close()` wait until every run is stored. Channels never track runs
+ * of the same conversation ends in this process or, where the store announces it, in
+ * another (else a short poll), and lets `close()` wait until every run is stored. Channels never track runs
  * themselves: they start them with `startRun`, which registers each here.
  */
 export class RunLifecycle {
@@ -181,9 +181,10 @@ export class RunLifecycle {
   }
 
   /**
-   * Sleeps until a run of `conversationId` ends in this process, the `attempt`-th poll
-   * interval passes (growing from 2 to 100 ms: another process's run can only be seen by
-   * looking), or `abort` aborts.
+   * Sleeps until a run of `conversationId` ends in this process (or in another, when the store
+   * announces turns), the `attempt`-th poll interval passes (growing from 2 ms to
+   * `turnPollMaxMs`: the other processes' runs are otherwise seen only by looking), or
+   * `abort` aborts.
    */
   async awaitTurn(conversationId: string, attempt: number, abort: RunAbort): Promise<void> {
     this.#followTurns();
