@@ -5,7 +5,7 @@ import BetterSqlite3 from "better-sqlite3";
 import { CompiledQuery } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { rowsOf, type TransactionBody } from "./executor.js";
-import { beginWithoutWaiting, type GroupCommitConnection, groupCommit } from "./group-commit.js";
+import { beginWithoutWaiting, type GroupCommitConnection, groupCommit, isBusy } from "./group-commit.js";
 
 const dirs: string[] = [];
 const open: BetterSqlite3.Database[] = [];
@@ -275,5 +275,18 @@ describe("groupCommit", () => {
     setTimeout(() => database.exec("COMMIT"), 1);
     expect(await stored).toBe(1);
     expect(elsewhere).toEqual(["queued"]);
+  });
+});
+
+describe("isBusy", () => {
+  it("knows SQLITE_BUSY as each driver throws it, and nothing else", () => {
+    // As thrown by `BEGIN IMMEDIATE` under another connection's lock, busy timeout 0.
+    expect(isBusy(Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" }))).toBe(true); // better-sqlite3
+    expect(isBusy(Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY", errno: 5 }))).toBe(true); // bun:sqlite
+    expect(isBusy(Object.assign(new Error("database is locked"), { code: "ERR_SQLITE_ERROR", errcode: 5 }))).toBe(true); // node:sqlite, a statement
+    expect(isBusy(Object.assign(new Error("database is locked"), { code: "ERR_SQLITE_ERROR" }))).toBe(true); // Deno's node:sqlite, exec
+    expect(isBusy(Object.assign(new Error("UNIQUE constraint failed: t.id"), { code: "SQLITE_CONSTRAINT_PRIMARYKEY" }))).toBe(false);
+    expect(isBusy(Object.assign(new Error("disk I/O error"), { code: "ERR_SQLITE_ERROR", errcode: 10 }))).toBe(false);
+    expect(isBusy(null)).toBe(false);
   });
 });

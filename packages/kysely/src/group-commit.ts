@@ -35,10 +35,14 @@ export function* bodyOf<T>(work: () => T): TransactionBody<T> {
   return work();
 }
 
-/** Whether a driver's error is SQLite's `SQLITE_BUSY` (better-sqlite3, bun:sqlite, node:sqlite). */
+/**
+ * Whether a driver's error is SQLite's `SQLITE_BUSY`: better-sqlite3 and bun:sqlite say so in
+ * `code`, node:sqlite in `errcode` (5), except Deno's for `exec`, whose error has only the
+ * message. One test for the group commit and the two switches to WAL.
+ */
 export function isBusy(error: unknown): boolean {
-  const { code, errcode, errno } = (error ?? {}) as { code?: unknown; errcode?: unknown; errno?: unknown };
-  return code === "SQLITE_BUSY" || errcode === 5 || errno === 5;
+  const { code, errcode, errno, message } = (error ?? {}) as { code?: unknown; errcode?: unknown; errno?: unknown; message?: unknown };
+  return code === "SQLITE_BUSY" || errcode === 5 || errno === 5 || (typeof message === "string" && message.startsWith("database is locked"));
 }
 
 /**

@@ -1,4 +1,5 @@
 import type BetterSqlite3 from "better-sqlite3";
+import { isBusy } from "./group-commit.js";
 
 /**
  * Puts the database in WAL mode (`PRAGMA journal_mode = WAL`), waiting up to `timeoutMs`
@@ -16,7 +17,7 @@ export function enableWal(database: BetterSqlite3.Database, timeoutMs: number): 
       database.pragma("journal_mode = WAL");
       return;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== "SQLITE_BUSY" || Date.now() >= deadline) throw error;
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
     }
     // `sqlite()` is synchronous: sleep without returning to the event loop (1, 2, 4 .. 32 ms).
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(32, 2 ** attempt));

@@ -1,7 +1,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { type Executor, kyselyExecutor } from "./executor.js";
-import { beginWithoutWaiting, type GroupCommit, groupCommit } from "./group-commit.js";
+import { beginWithoutWaiting, type GroupCommit, groupCommit, isBusy } from "./group-commit.js";
 import { sqliteRateLimits } from "./rate-limits.js";
 import type { Database } from "./schema.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -122,7 +122,7 @@ function enableWal(driver: SyncSqliteDriver, timeoutMs: number): void {
       driver.exec("PRAGMA journal_mode = WAL");
       return;
     } catch (error) {
-      if (!/busy|locked/i.test(String((error as { code?: unknown }).code ?? (error as Error).message)) || Date.now() >= deadline) throw error;
+      if (!isBusy(error) || Date.now() >= deadline) throw error;
     }
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.min(32, 2 ** attempt));
   }
