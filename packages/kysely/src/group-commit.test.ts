@@ -38,7 +38,7 @@ function connection(database: BetterSqlite3.Database, log: string[], busyTimeout
     statement.run(...query.parameters);
     return [];
   };
-  const begin = beginWithoutWaiting(rows, busyTimeoutMs);
+  const begin = beginWithoutWaiting((sql) => void rows(CompiledQuery.raw(sql)), busyTimeoutMs);
   return {
     run(sql) {
       log.push(sql);

@@ -1,4 +1,4 @@
-import { CompiledQuery } from "kysely";
+import type { CompiledQuery } from "kysely";
 import { runBodySync, type TransactionBody } from "./executor.js";
 
 /** The little of a synchronous SQLite connection that group commit needs. */
@@ -11,7 +11,7 @@ export interface GroupCommitConnection {
   rows(query: CompiledQuery): unknown[];
   /**
    * Takes the write lock (`BEGIN IMMEDIATE`) unless another connection holds it: false then,
-   * at once, without the busy timeout's wait ({@link beginWithoutWaiting}).
+   * at once, without the busy timeout's wait ({@link BusyTimeout}).
    */
   tryBegin(): boolean;
 }
@@ -46,24 +46,69 @@ export function isBusy(error: unknown): boolean {
 }
 
 /**
- * `tryBegin` for a connection whose busy timeout is `busyTimeoutMs`: the timeout is 0 for the
- * `BEGIN IMMEDIATE` alone (SQLite answers `SQLITE_BUSY` at once instead of sleeping in its
- * busy handler), then set back for every other statement. `rows` runs one statement.
+ * A connection's busy timeout, which the group commit's `BEGIN IMMEDIATE` needs at 0 (SQLite
+ * then answers `SQLITE_BUSY` at once instead of putting the process to sleep in its busy
+ * handler: the batch waits from the event loop, see {@link groupCommit}) and a statement that
+ * may wait for a lock outside the group commit needs at `busyTimeoutMs`. {@link begin} lowers
+ * it when it is not already low and {@link restore} raises it, so a connection whose every
+ * other entry point restores it first sets it once between two of its transactions, not twice
+ * in each: a process alone on its file, whose runs' transactions follow each other with only
+ * reads in between, never sets it again (SQLite compiles a `PRAGMA busy_timeout` again at each
+ * run; the two were 8 µs of a claim at rest: docs/benchmarks.md, "The lock's pragmas").
  */
-export function beginWithoutWaiting(rows: (query: CompiledQuery) => unknown, busyTimeoutMs: number): () => boolean {
-  const noWait = CompiledQuery.raw("PRAGMA busy_timeout = 0");
-  const wait = CompiledQuery.raw(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
-  const begin = CompiledQuery.raw("BEGIN IMMEDIATE");
-  return () => {
-    rows(noWait);
+export class BusyTimeout {
+  #lowered = false;
+  readonly #run: (sql: string) => void;
+  readonly #wait: string;
+
+  /** `run` runs one statement without parameters (prepared once or each time: SQLite applies a pragma either way). */
+  constructor(run: (sql: string) => void, busyTimeoutMs: number) {
+    this.#run = run;
+    this.#wait = `PRAGMA busy_timeout = ${busyTimeoutMs}`;
+  }
+
+  /** Whether the timeout is 0 now: a statement that may wait for a lock must {@link restore} it first. */
+  get lowered(): boolean {
+    return this.#lowered;
+  }
+
+  /**
+   * `tryBegin`: takes the write lock (`BEGIN IMMEDIATE`) with the timeout at 0, or answers
+   * false at once when another connection holds it. The timeout stays low.
+   */
+  begin(): boolean {
+    if (!this.#lowered) {
+      this.#run("PRAGMA busy_timeout = 0");
+      this.#lowered = true;
+    }
     try {
-      rows(begin);
+      this.#run("BEGIN IMMEDIATE");
       return true;
     } catch (error) {
       if (isBusy(error)) return false;
       throw error;
+    }
+  }
+
+  /** Sets the timeout back to `busyTimeoutMs`, if it was lowered. */
+  restore(): void {
+    if (!this.#lowered) return;
+    this.#run(this.#wait);
+    this.#lowered = false;
+  }
+}
+
+/**
+ * `tryBegin` for a connection whose entry points do not each restore the timeout: it is set
+ * back right after the `BEGIN IMMEDIATE` (two statements more a transaction).
+ */
+export function beginWithoutWaiting(run: (sql: string) => void, busyTimeoutMs: number): () => boolean {
+  const timeout = new BusyTimeout(run, busyTimeoutMs);
+  return () => {
+    try {
+      return timeout.begin();
     } finally {
-      rows(wait);
+      timeout.restore();
     }
   };
 }

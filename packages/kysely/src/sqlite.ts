@@ -2,7 +2,7 @@ import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { betterSqlite3 } from "./drivers.js";
 import { type Executor, kyselyExecutor } from "./executor.js";
-import { beginWithoutWaiting, type GroupCommit, groupCommit } from "./group-commit.js";
+import { BusyTimeout, type GroupCommit, groupCommit, isBusy } from "./group-commit.js";
 import type { Database } from "./schema.js";
 import { enableWal } from "./sqlite-wal.js";
 import { sqliteFeed } from "./sqlite-feed.js";
@@ -27,9 +27,33 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   // In WAL mode NORMAL loses no committed transaction on a process crash, only on power loss.
   database.pragma("synchronous = NORMAL");
   database.pragma("foreign_keys = ON");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: keepingStatements(database) }) });
-  const executor = sqliteExecutor(database, kyselyExecutor(db), busyTimeoutMs);
-  return new KyselyStorage(db, executor, () => sqliteFeed(database), sqliteRateLimits(database, executor.groupCommit));
+  // Lowered by the group commit's BEGIN and restored by every other way in to the connection
+  // before it runs a statement that may wait for a lock: Kysely's driver (migrations, admin
+  // operations, your own queries through `storage.db`), the live feed, and the executor's
+  // statements outside a transaction (see sqliteExecutor).
+  const own = keepingStatements(database, 4);
+  const timeout = new BusyTimeout((sql) => void own.prepare(sql).run([]), busyTimeoutMs);
+  const kept = keepingStatements(database);
+  const restoring: SqliteDatabase = {
+    prepare(sql) {
+      timeout.restore();
+      return kept.prepare(sql);
+    },
+    close: () => kept.close(),
+  };
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: restoring }) });
+  const executor = sqliteExecutor(database, kyselyExecutor(db), timeout, busyTimeoutMs);
+  const feedConnection = {
+    get open() {
+      return database.open;
+    },
+    prepare(sql: string) {
+      timeout.restore();
+      return database.prepare(sql);
+    },
+  } as BetterSqlite3.Database;
+  // The rate limits' statements run inside the group commit's transactions, which hold the lock.
+  return new KyselyStorage(db, executor, () => sqliteFeed(feedConnection), sqliteRateLimits(database, executor.groupCommit));
 }
 
 /**
@@ -40,11 +64,33 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
  * column name on every row, which made the key lookup's one row costly (see
  * docs/benchmarks.md, "Why the code looks like this").
  */
-function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, busyTimeoutMs: number): Executor & { groupCommit: GroupCommit } {
+function sqliteExecutor(
+  database: BetterSqlite3.Database,
+  kysely: Executor,
+  timeout: BusyTimeout,
+  busyTimeoutMs: number,
+): Executor & { groupCommit: GroupCommit } {
   const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
     const statement = statements.prepare(query.sql) as unknown as BetterSqlite3.Statement<unknown[], unknown[]>;
+    if (!timeout.lowered || database.inTransaction) return results(statement, query);
+    // Outside a transaction with the timeout lowered (BusyTimeout): a write may wait for the
+    // write lock, so the timeout is restored first. A read waits for no lock in WAL mode,
+    // except while another connection recovers the WAL: it is then run again, restored.
+    if (!statement.readonly) {
+      timeout.restore();
+      return results(statement, query);
+    }
+    try {
+      return results(statement, query);
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+      timeout.restore();
+      return results(statement, query);
+    }
+  }
+  function results<Row>(statement: BetterSqlite3.Statement<unknown[], unknown[]>, query: CompiledQuery<Row>): Row[] {
     if (!statement.reader) {
       statement.run(query.parameters as unknown[]);
       return [];
@@ -67,7 +113,7 @@ function sqliteExecutor(database: BetterSqlite3.Database, kysely: Executor, busy
       run: (sql) => void statements.prepare(sql).run([]),
       inTransaction: () => database.inTransaction,
       rows,
-      tryBegin: beginWithoutWaiting(rows, busyTimeoutMs),
+      tryBegin: () => timeout.begin(),
     },
     kysely.transaction as GroupCommit,
     busyTimeoutMs,

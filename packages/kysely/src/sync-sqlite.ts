@@ -1,5 +1,5 @@
 import type BetterSqlite3 from "better-sqlite3";
-import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
+import { CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
 import { type Executor, kyselyExecutor } from "./executor.js";
 import { beginWithoutWaiting, type GroupCommit, groupCommit, isBusy } from "./group-commit.js";
 import { sqliteRateLimits } from "./rate-limits.js";
@@ -77,7 +77,12 @@ export function syncSqliteStorage(driver: SyncSqliteDriver, options: SyncSqliteO
   // While Kysely holds the connection in a transaction (a migration, or your own through
   // `storage.db`), statements queue behind it through Kysely's driver, as in `sqlite()`.
   const transaction = groupCommit(
-    { run: (sql) => void statements(sql).run([]), inTransaction: () => driver.inTransaction(), rows, tryBegin: beginWithoutWaiting(rows, busyTimeoutMs) },
+    {
+      run: (sql) => void statements(sql).run([]),
+      inTransaction: () => driver.inTransaction(),
+      rows,
+      tryBegin: beginWithoutWaiting((sql) => void rows(CompiledQuery.raw(sql)), busyTimeoutMs),
+    },
     kysely.transaction as GroupCommit,
     busyTimeoutMs,
   );
