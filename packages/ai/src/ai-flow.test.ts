@@ -305,7 +305,8 @@ describe("aiFlow", () => {
     const runId = (JSON.parse(seen.slice(6, seen.indexOf("\n\n"))) as { data: { run_id: string } }).data.run_id;
     client.abort();
     let run = await storage.findRun(runId);
-    for (let waited = 0; run?.status === "running" && waited < 3000; waited += 20) {
+    // Not stored until its outcome is (sqlite(): Storage.findRun), then cancelled.
+    for (let waited = 0; (!run || run.status === "running") && waited < 3000; waited += 20) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       run = await storage.findRun(runId);
     }

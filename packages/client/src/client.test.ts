@@ -155,7 +155,7 @@ describe("stream", () => {
     expect(deltas).toEqual(["word1 ", "word2 ", "word3 "]);
     const run = await eventually(async () => {
       const stored = await server.target.storage.findRun(reply.runId as string);
-      return stored?.status === "running" ? undefined : stored;
+      return !stored || stored.status === "running" ? undefined : stored;
     });
     expect(run?.status).toBe("cancelled");
     // An aborted signal refuses the next call at once.
@@ -172,7 +172,7 @@ describe("stream", () => {
     for (const reply of [left, cancelled]) {
       const run = await eventually(async () => {
         const stored = await server.target.storage.findRun(reply.runId as string);
-        return stored?.status === "running" ? undefined : stored;
+        return !stored || stored.status === "running" ? undefined : stored;
       });
       expect(run?.status).toBe("cancelled");
     }

@@ -102,6 +102,54 @@ export function requestPathQueries(db: Kysely<Database>) {
         .where("ticket", "=", $(3))
         .where("status", "=", "running"),
     ),
+    // A lapsed run that is not recorded, where its row is written with its outcome (SQLite):
+    // stored `cancelled` from its user message, the conversation's last one whose run has no
+    // row (no other run of the conversation wrote since it took the turn), under the flow its
+    // channel is bound to. Nothing when it has a row (recorded, or already stored).
+    cancelLapsedUnwritten: new PreparedQuery(4, ($) =>
+      db
+        .insertInto("runs")
+        .columns([
+          "id",
+          "conversation_id",
+          "channel_id",
+          "tenant_id",
+          "status",
+          "flow_name",
+          "error",
+          "execution_order",
+          "started_at",
+          "completed_at",
+          "duration_ms",
+          "ticket",
+        ])
+        .expression(
+          db
+            .selectFrom("messages as m")
+            .innerJoin("conversations as c", "c.id", "m.conversation_id")
+            .innerJoin("channels as ch", "ch.id", "c.channel_id")
+            .select((eb) => [
+              "m.run_id",
+              "m.conversation_id",
+              "c.channel_id",
+              "c.tenant_id",
+              eb.val("cancelled").as("status"),
+              "ch.flow_name",
+              eb.val($(1)).as("error"),
+              eb.val("[]").as("execution_order"),
+              "m.timestamp",
+              eb.val($(0)).as("completed_at"),
+              eb.val(0).as("duration_ms"),
+              eb.val($(3)).as("ticket"),
+            ])
+            .where("m.conversation_id", "=", $(2))
+            .where("m.role", "=", "user")
+            .where("m.run_id", "is not", null)
+            .where(({ not, exists, selectFrom }) => not(exists(selectFrom("runs as r").select("r.id").whereRef("r.id", "=", "m.run_id"))))
+            .orderBy("m.turn_index", "desc")
+            .limit(1),
+        ),
+    ),
     renew: new PreparedQuery(3, ($) =>
       db
         .updateTable("conversations")
@@ -184,6 +232,24 @@ export function requestPathQueries(db: Kysely<Database>) {
         ),
     ),
     insertRun: new PreparedQuery(RUN_COLUMNS.length, ($) => db.insertInto("runs").values(placeholderRow(RUN_COLUMNS, $))),
+    // The outcome of a claimed run whose row is written with it (SQLite): its row, or, when a
+    // later run stored it cancelled after its lease lapsed, the outcome on that row, as
+    // `finishRun` writes it on a row written at the claim.
+    storeRunOutcome: new PreparedQuery(RUN_COLUMNS.length, ($) =>
+      db
+        .insertInto("runs")
+        .values(placeholderRow(RUN_COLUMNS, $))
+        .onConflict((oc) =>
+          oc.column("id").doUpdateSet((eb) => ({
+            status: eb.ref("excluded.status"),
+            result: eb.ref("excluded.result"),
+            error: eb.ref("excluded.error"),
+            execution_order: eb.ref("excluded.execution_order"),
+            completed_at: eb.ref("excluded.completed_at"),
+            duration_ms: eb.ref("excluded.duration_ms"),
+          })),
+        ),
+    ),
     // The claim of a recorded run that waited: its row was written with its ticket.
     claimRecordedRun: new PreparedQuery(2, ($) =>
       db

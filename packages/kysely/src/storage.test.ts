@@ -345,7 +345,7 @@ describe("completeRun on SQLite", () => {
     expect(await pending?.run).toMatchObject({ ticket: 0, claimed: { userMessage: { turnIndex: 0 } } });
     expect(await pending?.read).toMatchObject({ key: { id: key.id } });
     expect(await storage.findTenant("rolled-back")).toBeNull();
-    expect(await storage.findRun(run.id)).toMatchObject({ status: "running" });
+    expect(await storage.findConversation(id)).toMatchObject({ nextTurn: 1 });
     expect((await storage.listRecentMessages(id, 10)).map((m) => m.content)).toEqual(["a"]);
   });
 
@@ -536,13 +536,14 @@ describe("query plans", () => {
   it("beginRun takes its ticket and claims its turn by primary key", async () => {
     const { storage, fixtures, conversationId, plansOf } = await recording();
     const run = runOn(fixtures.channel, conversationId, "u", ["a"]);
-    // Take the ticket and claim the turn (one update), insert the user message, insert the run.
-    const plans = await plansOf(3, async () => expect((await ticketOf(storage, run.begin)).claimed?.userMessage.turnIndex).toBe(10));
+    // Take the ticket and claim the turn (one update), insert the user message. The run's row
+    // is written with its outcome (KyselyStorage#runRowAtClaim).
+    const plans = await plansOf(2, async () => expect((await ticketOf(storage, run.begin)).claimed?.userMessage.turnIndex).toBe(10));
     expectNoScan(plans);
     expectIndexedOnly((plans[0] as { plan: string[] }).plan, ["conversations"]);
-    // A new conversation: insert it, its user message, its run.
+    // A new conversation: insert it and its user message.
     const fresh = runOn(fixtures.channel, randomUUID(), "u", [], true);
-    expectNoScan(await plansOf(3, async () => expect((await ticketOf(storage, fresh.begin)).ticket).toBe(0)));
+    expectNoScan(await plansOf(2, async () => expect((await ticketOf(storage, fresh.begin)).ticket).toBe(0)));
   });
 
   it("claimTurn reads the queue, takes a lapsed turn over and skips ended tickets by index", async () => {
@@ -582,12 +583,12 @@ describe("query plans", () => {
       storage.completeRun({ ...cancelled, claimed: false, run: { ...cancelled.run, status: "cancelled" }, messages: [gone.begin.userMessage] }),
     );
     expectNoScan(unclaimed);
-    // The holder: move the counters, insert its message, finish its run, then skip the
-    // cancelled ticket (two lookups) and serve the next one.
+    // The holder: move the counters, insert its message, insert its run (its row is written
+    // with its outcome), then skip the cancelled ticket (two lookups) and serve the next one.
     const plans = await plansOf(6, () => storage.completeRun(first.complete(ticket, { n: 2 })));
     expectNoScan(plans);
     expect(plans[0]?.plan.join(" ")).toMatch(/conversations USING (INTEGER )?PRIMARY KEY|conversations USING INDEX sqlite_autoindex_conversations_1 \(id=\?\)/);
-    expect(plans[2]?.plan.join(" ")).toMatch(/runs USING INDEX sqlite_autoindex_runs_1 \(id=\?\)/);
+    expect(plans[2]?.sql).toMatch(/^insert into "runs"/);
   });
 });
 

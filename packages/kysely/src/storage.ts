@@ -75,11 +75,21 @@ export class KyselyStorage implements Storage {
   readonly runStreams: RunStreamStore;
   /** Where the keys of idempotent requests are kept, shared by every instance on this database. */
   readonly idempotency: IdempotencyStore;
+  /**
+   * Whether a run that is not recorded gets its `running` row with its claim: where the claim
+   * is one statement (Postgres), the row costs it nothing. Elsewhere (SQLite) it is written
+   * with the run's outcome, as a hand-written server would: the row was three pages of the
+   * claim's commit, about a fifth of a stream's first event at rest (docs/benchmarks.md,
+   * "The run's row at its end"). A run lost with its instance is then stored `cancelled`
+   * from its user message when the next run takes its turn over (`cancelLapsedUnwritten`).
+   */
+  readonly #runRowAtClaim: boolean;
 
   /** @internal Use `sqlite()`, `postgres()` or `openStorage()`. */
   constructor(db: Kysely<Database>, executor: Executor, feed?: (exec: Executor) => LiveFeed, rateLimits?: RateLimitStore) {
     this.db = db;
     this.#exec = executor;
+    this.#runRowAtClaim = executor.dataModifyingCtes;
     this.#queries = requestPathQueries(db);
     this.runStreams = kyselyRunStreams(db, executor);
     this.idempotency = kyselyIdempotency(db, executor);
@@ -137,7 +147,8 @@ export class KyselyStorage implements Storage {
     if (conversation.isNew) {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
       const { run, userMessage } = input;
-      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], runToRow(run, 0, input.stream));
+      const row = this.#runRowAtClaim || input.stream ? runToRow(run, 0, input.stream) : null;
+      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], row);
       return {
         ticket: 0,
         claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
@@ -145,6 +156,7 @@ export class KyselyStorage implements Storage {
     }
     // One round trip instead of a transaction of six: docs/benchmarks.md, "Runs that take turns: what they cost".
     if (this.#exec.dataModifyingCtes) return this.#beginInOneStatement(input);
+    const rowAtClaim = this.#runRowAtClaim;
     return this.#exec.transaction(function* (): TransactionBody<RunTicket | null> {
       const [row] = yield* rowsOf(queries.takeTicket.bind(takeTicketValues(input)));
       if (!row) return null;
@@ -156,7 +168,7 @@ export class KyselyStorage implements Storage {
         return { ticket, claimed: null };
       }
       const record = rowToConversation(row);
-      const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, false);
+      const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, false, rowAtClaim);
       return { ticket, claimed: { conversation: record, userMessage } };
     });
   }
@@ -171,6 +183,7 @@ export class KyselyStorage implements Storage {
     const serving = Number(row.serving);
     const lapsed = serving < ticket && (row.lease_until === null || row.lease_until < input.now);
     if (serving !== ticket && !lapsed) return null;
+    const rowAtClaim = this.#runRowAtClaim;
     return this.#exec.transaction(function* (): TransactionBody<ClaimedTurn | null> {
       if (lapsed) {
         // The run being served stopped with its instance, or its ticket was never claimed:
@@ -179,10 +192,12 @@ export class KyselyStorage implements Storage {
         const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now]));
         if (moved) {
           yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving]));
+          // A lapsed run that is not recorded has no row where it is written with its outcome.
+          if (!rowAtClaim) yield* rowsOf(queries.cancelLapsedUnwritten.bind([input.now, LAPSED, conversation.id, serving]));
           yield* skipEndedTickets(queries, conversation.id, serving + 1, input.claimUntil);
         }
       }
-      return yield* claim(queries, input, ticket, input.stream !== undefined);
+      return yield* claim(queries, input, ticket, input.stream !== undefined, rowAtClaim);
     });
   }
 
@@ -201,6 +216,8 @@ export class KyselyStorage implements Storage {
     // One round trip instead of a transaction of five: docs/benchmarks.md, "Runs that take turns: what they cost".
     // A mode change, a live chat's user turn and a run that never held its turn keep the transaction.
     if (this.#exec.dataModifyingCtes && input.claimed && !mode && liveChatUserTurn === undefined) return this.#completeInOneStatement(input, setsFlowState);
+    // A recorded run has its row from its ticket on; a claimed one from its claim where the store writes it then.
+    const hasRow = streamEnd !== undefined || (input.claimed && this.#runRowAtClaim);
     return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
       // A mode change goes before the counters move: its guard is that the run still holds
       // its turn. Like the counters, it takes the write lock (SQLite) or the row lock (Postgres).
@@ -224,9 +241,8 @@ export class KyselyStorage implements Storage {
         const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
         yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
       }
-      // A recorded stream ends with its run's outcome, in the same write. A recorded run has
-      // its row from its ticket on, a run of another channel from its claim.
-      if (input.claimed || streamEnd !== undefined) {
+      // A recorded stream ends with its run's outcome, in the same write.
+      if (hasRow) {
         const tail = streamEnd ?? null;
         yield* rowsOf(
           queries.finishRun.bind([
@@ -241,7 +257,8 @@ export class KyselyStorage implements Storage {
           ]),
         );
       } else {
-        yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
+        const insert = input.claimed ? queries.storeRunOutcome : queries.insertRun;
+        yield* rowsOf(insert.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
       }
       // The turn passed on when this ticket was the one served: skip tickets whose run
       // already ended (cancelled while waiting), unless nobody else is queued.
@@ -345,16 +362,16 @@ export class KyselyStorage implements Storage {
    * Inserts a conversation (the values of `insertConversation`), its first messages and a
    * run: one statement where the database allows, else one transaction.
    */
-  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable): Promise<unknown> | unknown {
+  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable | null): Promise<unknown> | unknown {
     const queries = this.#queries;
-    if (this.#exec.dataModifyingCtes && messages.length > 0) {
+    if (this.#exec.dataModifyingCtes && messages.length > 0 && run) {
       const values = conversation.concat(valuesOf(MESSAGE_COLUMNS, messages), valuesOf(RUN_COLUMNS, [run]));
       return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
     }
     return this.#exec.transaction(function* () {
       yield* rowsOf(queries.insertConversation.bind(conversation));
       if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
-      yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
+      if (run) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
     });
   }
 
@@ -522,15 +539,17 @@ type Queries = ReturnType<typeof requestPathQueries>;
 
 /**
  * Claims `ticket`'s turn if it is the one served: the lease, the next turn index for the
- * user message, the message and the run's `running` row. Null when it is not its turn.
+ * user message, the message and the run's row (see {@link storeClaim}). Null when it is not
+ * its turn. `queued` when the run's row was written with its ticket (a recorded run that
+ * waited); `rowAtClaim` when a run that is not recorded gets its row now rather than with
+ * its outcome.
  */
-/** Claims `ticket`'s turn if it is served; `queued` when the run's row was written with its ticket (a recorded run that waited). */
-function* claim(queries: Queries, input: BeginRunInput, ticket: number, queued: boolean): TransactionBody<ClaimedTurn | null> {
+function* claim(queries: Queries, input: BeginRunInput, ticket: number, queued: boolean, rowAtClaim: boolean): TransactionBody<ClaimedTurn | null> {
   const { conversation } = input;
   const [row] = yield* rowsOf(queries.claim.bind([input.leaseUntil, input.now, conversation.id, ticket]));
   if (!row) return null;
   const record = rowToConversation(row);
-  const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, queued);
+  const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, queued, rowAtClaim);
   return { conversation: record, userMessage };
 }
 
@@ -556,14 +575,22 @@ function newConversationValues(input: BeginRunInput): unknown[] {
 }
 
 /**
- * Writes what a claim stores: the user message at `turn` and the run's `running` row, or,
- * when `queued`, its start on the row it wrote with its ticket.
+ * Writes what a claim stores: the user message at `turn` and the run's `running` row (a run
+ * that is not recorded: only when `rowAtClaim`), or, when `queued`, its start on the row it
+ * wrote with its ticket.
  */
-function* storeClaim(queries: Queries, input: BeginRunInput, ticket: number, turn: number, queued: boolean): TransactionBody<MessageRecord> {
+function* storeClaim(
+  queries: Queries,
+  input: BeginRunInput,
+  ticket: number,
+  turn: number,
+  queued: boolean,
+  rowAtClaim: boolean,
+): TransactionBody<MessageRecord> {
   const id = input.conversation.id;
   yield* rowsOf(queries.insertMessages.get(1).bind(valuesOf(MESSAGE_COLUMNS, [messageToRow(id, turn, input.userMessage)])));
   if (queued) yield* rowsOf(queries.claimRecordedRun.bind([input.run.startedAt, input.run.id]));
-  else yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
+  else if (rowAtClaim || input.stream) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
   return storedMessage(id, turn, input.userMessage);
 }
 

@@ -90,13 +90,12 @@ it("an existing conversation: its ticket and its claim are one statement, which 
     ...BEGIN,
     "update conversations",
     "insert messages",
-    "insert runs",
     "commit",
-    // The outcome.
+    // The outcome, with the run's row (written with it on SQLite: KyselyStorage#runRowAtClaim).
     ...BEGIN,
     "update conversations",
     "insert messages",
-    "update runs",
+    "insert runs",
     "commit",
   ]);
   const response = await fetch(`${server.url}/public/v1/api/conversations/${conversationId}/messages`, { headers: { authorization: `Bearer ${key}` } });

@@ -144,10 +144,12 @@ describe("startRun", () => {
     const { storage, start } = await setup();
     const run = await start("hello", true);
     expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => [m.turnIndex, m.role, m.content])).toEqual([[0, "user", "hello"]]);
-    expect(await storage.findRun(run.runId)).toMatchObject({ status: "running" });
+    // The run's row comes with its outcome (memoryStorage, as sqlite(): Storage.findRun).
+    expect(await storage.findRun(run.runId)).toBeNull();
     const ended = toEnd(run);
     (await atGate())();
     expect(await ended).toMatchObject({ status: "success" });
+    expect(await storage.findRun(run.runId)).toMatchObject({ status: "success" });
     expect((await storage.listRecentMessages(run.conversationId, 10)).map((m) => m.content)).toEqual(["hello", "You said hello."]);
   });
 

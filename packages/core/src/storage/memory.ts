@@ -232,13 +232,50 @@ export function memoryStorage(): Storage {
     return { conversation: rowToConversation(claimed), userMessage };
   }
 
-  /** What a claim stores: the user message at `turn` and the run's `running` row, or its start on the row written with its ticket. */
+  /**
+   * What a claim stores: the user message at `turn`, and a recorded run's `running` row or its
+   * start on the row written with its ticket. A run that is not recorded gets its row with its
+   * outcome, as on SQLite.
+   */
   function storeClaim(input: BeginRunInput, ticket: number, turn: number, queued: boolean): MessageRecord {
     const userMessage = insertMessage(input.conversation.id, turn, input.userMessage);
     const row = runs.get(input.run.id);
     if (queued && row) put(runs, row.id, { ...row, startedAt: input.run.startedAt, completedAt: input.run.startedAt });
-    else insertRun(input.run, ticket);
+    else if (input.stream) insertRun(input.run, ticket);
     return userMessage;
+  }
+
+  /**
+   * Stores a lapsed run that has no row (not recorded) `cancelled`, from its user message: the
+   * conversation's last one whose run has no row, under the flow its channel is bound to.
+   */
+  function cancelUnwritten(conversationId: string, ticket: number, now: string): void {
+    const conversation = conversations.get(conversationId);
+    const channel = conversation && channels.get(conversation.channelId);
+    const stored = messages.get(conversationId);
+    if (!conversation || !channel || !stored) return;
+    const user = [...stored.values()]
+      .sort((a, b) => b.turnIndex - a.turnIndex)
+      .find((message) => message.role === "user" && message.runId !== null && !runs.has(message.runId));
+    if (!user?.runId) return;
+    insertRun(
+      {
+        id: user.runId,
+        conversationId,
+        channelId: conversation.channelId,
+        tenantId: conversation.tenantId,
+        status: "cancelled",
+        flowName: channel.flowName,
+        flowVersion: null,
+        result: null,
+        error: LAPSED,
+        executionOrder: [],
+        startedAt: user.timestamp,
+        completedAt: now,
+        durationMs: 0,
+      },
+      ticket,
+    );
   }
 
   /** Serves `from`, or the first ticket after it whose run has not already ended. */
@@ -399,6 +436,7 @@ export function memoryStorage(): Storage {
           put(conversations, row.id, { ...row, serving: serving + 1, leaseUntil: input.claimUntil });
           const stale = runOfTicket(conversation.id, serving);
           if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: LAPSED });
+          else if (!stale) cancelUnwritten(conversation.id, serving, input.now);
           skipEndedTickets(conversation.id, serving + 1, input.claimUntil);
         }
         return claim(input, ticket, input.stream !== undefined);
@@ -439,9 +477,11 @@ export function memoryStorage(): Storage {
         put(conversations, row.id, updated);
         const first = row.nextTurn;
         const stored = input.messages.map((message, i) => insertMessage(conversation.id, first + i, message));
-        // A recorded run has its row from its ticket on, a run of another channel from its claim.
-        if (input.claimed || input.streamEnd !== undefined) {
-          const running = runs.get(run.id);
+        // A recorded run has its row from its ticket on; another gets it now, unless a later run
+        // stored it cancelled when its lease lapsed (its outcome then goes on that row).
+        const existing = runs.get(run.id);
+        if (input.streamEnd !== undefined || (input.claimed && existing)) {
+          const running = existing;
           if (running) {
             put(runs, run.id, {
               ...running,

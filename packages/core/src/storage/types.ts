@@ -194,7 +194,7 @@ export interface ClaimedTurn {
 /** A run arriving on its conversation: what {@link Storage.beginRun} stores if its turn comes at once. */
 export interface BeginRunInput {
   conversation: RunConversation;
-  /** The run's row while it runs (status `running`). */
+  /** The run while it runs (status `running`): its row, where the store writes it with the claim (see {@link Storage.findRun}). */
   run: RunRecord;
   /** The user's message, stored with the claim so history shows it while the run is in flight. */
   userMessage: NewMessage;
@@ -540,9 +540,11 @@ export interface Storage {
   beginRun(input: BeginRunInput): Promise<RunTicket | null>;
   /**
    * Claims the run's turn when its ticket is the one served: stores its user message and its
-   * `running` row, and takes the lease. When the run being served let its lease lapse (its
-   * instance stopped), that run is stored `cancelled` and its turn passes on first. Returns
-   * null when it is not yet this run's turn. Never holds a connection between calls.
+   * `running` row (a store may write the row of a run that is not recorded with its outcome
+   * instead: see {@link findRun}), and takes the lease. When the run being served let its
+   * lease lapse (its instance stopped), that run is stored `cancelled` and its turn passes on
+   * first. Returns null when it is not yet this run's turn. Never holds a connection between
+   * calls.
    */
   claimTurn(input: ClaimTurnInput): Promise<ClaimedTurn | null>;
   /** Extends the lease of the run holding the turn; false when the run no longer holds it. */
@@ -560,6 +562,13 @@ export interface Storage {
    * Fails, storing nothing, when the conversation's id exists.
    */
   storeRun(input: StoreRunInput): Promise<MessageRecord[]>;
+  /**
+   * A run by its id. A recorded run ({@link BeginRunInput.stream}) is found from its ticket
+   * on. Another is found from its claim where the store writes its `running` row then
+   * (`postgres()`), or once it ended where the row is written with its outcome (`sqlite()`,
+   * `memoryStorage()`: a write less before a stream's first event); either way a run lost with
+   * its instance is stored `cancelled` when the next run takes its lapsed turn over.
+   */
   findRun(id: string): Promise<RunRecord | null>;
 
   /**
