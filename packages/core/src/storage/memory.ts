@@ -481,10 +481,9 @@ export function memoryStorage(): Storage {
         // stored it cancelled when its lease lapsed (its outcome then goes on that row).
         const existing = runs.get(run.id);
         if (input.streamEnd !== undefined || (input.claimed && existing)) {
-          const running = existing;
-          if (running) {
+          if (existing) {
             put(runs, run.id, {
-              ...running,
+              ...existing,
               status: run.status,
               result: toJson(run.result),
               error: run.error,
