@@ -1,4 +1,5 @@
 import type { CompiledQuery, Kysely } from "kysely";
+import type { ChangeWatch } from "./change-watch.js";
 
 /**
  * The body of a transaction, written once for every executor: it yields each statement and
@@ -29,6 +30,11 @@ export interface Executor {
   rows<Row>(query: CompiledQuery<Row>): Row[] | Promise<Row[]>;
   /** Runs `body` in one transaction: committed when it returns, rolled back when it throws. */
   transaction<T>(body: () => TransactionBody<T>): T | Promise<T>;
+  /**
+   * Tells whether the keys, channels and tenants may have changed since a stamp (SQLite):
+   * their lookups are then kept between requests. Absent, every lookup reads the database.
+   */
+  readonly changes?: ChangeWatch;
   /** Releases the connection or pool, when the executor owns it. */
   close(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { type CompiledQuery, Kysely, type SqliteDatabase, SqliteDialect } from "kysely";
+import { ChangeWatch, writesWatchedTables } from "./change-watch.js";
 import { betterSqlite3 } from "./drivers.js";
 import { type Executor, kyselyExecutor } from "./executor.js";
 import { BusyTimeout, type GroupCommit, groupCommit, isBusy } from "./group-commit.js";
@@ -33,16 +34,20 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   // statements outside a transaction (see sqliteExecutor).
   const own = keepingStatements(database, 4);
   const timeout = new BusyTimeout((sql) => void own.prepare(sql).run([]), busyTimeoutMs);
+  const changes = sqliteChanges(database);
   const kept = keepingStatements(database);
   const restoring: SqliteDatabase = {
     prepare(sql) {
       timeout.restore();
-      return kept.prepare(sql);
+      const statement = kept.prepare(sql);
+      // Your own statements through `storage.db` may write anything, a trigger included.
+      if (!(statement as unknown as BetterSqlite3.Statement).readonly) changes.changed();
+      return statement;
     },
     close: () => kept.close(),
   };
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: restoring }) });
-  const executor = sqliteExecutor(database, kyselyExecutor(db), timeout, busyTimeoutMs);
+  const executor = sqliteExecutor(database, kyselyExecutor(db), timeout, busyTimeoutMs, changes);
   const feedConnection = {
     get open() {
       return database.open;
@@ -54,6 +59,24 @@ export function sqlite(path: string, options: SqliteOptions = {}): KyselyStorage
   } as BetterSqlite3.Database;
   // The rate limits' statements run inside the group commit's transactions, which hold the lock.
   return new KyselyStorage(db, executor, () => sqliteFeed(feedConnection), sqliteRateLimits(database, executor.groupCommit));
+}
+
+/**
+ * The {@link ChangeWatch} of a connection: its `data_version`, unread while a transaction
+ * holds the connection (Kysely's, whose statements the others queue behind) or while the
+ * file cannot be read at once (another connection recovering the WAL, with the busy timeout
+ * lowered): the lookup then reads the rows, as it would without a cache.
+ */
+function sqliteChanges(database: BetterSqlite3.Database): ChangeWatch {
+  const dataVersion = database.prepare("PRAGMA data_version").pluck();
+  return new ChangeWatch(() => {
+    if (database.inTransaction) return undefined;
+    try {
+      return dataVersion.get();
+    } catch {
+      return undefined;
+    }
+  });
 }
 
 /**
@@ -69,11 +92,18 @@ function sqliteExecutor(
   kysely: Executor,
   timeout: BusyTimeout,
   busyTimeoutMs: number,
+  changes: ChangeWatch,
 ): Executor & { groupCommit: GroupCommit } {
-  const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => (statement.reader ? statement.raw(true) : statement));
+  /** The statements that write a table `changes` watches, told once, when prepared. */
+  const watched = new WeakSet<BetterSqlite3.Statement>();
+  const statements = keepingStatements(database, STATEMENT_CACHE_SIZE, (statement) => {
+    if (!statement.readonly && writesWatchedTables(statement.source)) watched.add(statement);
+    return statement.reader ? statement.raw(true) : statement;
+  });
   const rowMakers = new WeakMap<BetterSqlite3.Statement, RowMaker>();
   function rows<Row>(query: CompiledQuery<Row>): Row[] {
     const statement = statements.prepare(query.sql) as unknown as BetterSqlite3.Statement<unknown[], unknown[]>;
+    if (watched.has(statement)) changes.changed();
     if (!timeout.lowered || database.inTransaction) return results(statement, query);
     // Outside a transaction with the timeout lowered (BusyTimeout): a write may wait for the
     // write lock, so the timeout is restored first. A read waits for no lock in WAL mode,
@@ -126,6 +156,7 @@ function sqliteExecutor(
     rows: (query) => (database.inTransaction ? kysely.rows(query) : rows(query)),
     transaction: (body) => (database.inTransaction ? kysely.transaction(body) : transaction(body)),
     groupCommit: (body) => (database.inTransaction ? (kysely.transaction(body) as Promise<never>) : transaction(body)),
+    changes,
     close: kysely.close,
   };
 }

@@ -10,6 +10,7 @@ import {
   type ChannelRecord,
   type ClaimTurnInput,
   type CompleteRunInput,
+  type KeyWithChannel,
   memoryStorage,
   type MessageRecord,
   type NewMessage,
@@ -301,8 +302,9 @@ describe("the channel records of the request path", () => {
     const first = await reader.findKeyByHash(key.hash);
     const again = await reader.findKeyByHash(key.hash);
     expect(first?.channel).toEqual(channel);
-    expect(again?.channel).toBe(first?.channel);
-    expect(again?.key).not.toBe(first?.key);
+    // Nothing changed: the key is kept (ChangeWatch), one frozen record with its channel.
+    expect(again).toBe(first);
+    expect(Object.isFrozen(first?.key)).toBe(true);
     expect(Object.isFrozen(first?.channel)).toBe(true);
     expect(Object.isFrozen(first?.channel.allowedOrigins)).toBe(true);
     expect(() => first?.channel.allowedOrigins.push("https://other.example.com")).toThrow(TypeError);
@@ -317,6 +319,37 @@ describe("the channel records of the request path", () => {
     expect(await reader.findChannelByClientId(webhook.clientId)).toEqual({ ...webhook, state: "inactive", updatedAt: LATER });
     // The record that was handed out is as it was: a request that holds it is not changed under it.
     expect(first?.channel).toEqual(channel);
+  });
+});
+
+describe("the key kept between requests (SQLite)", () => {
+  it("is read again after a transaction of Kysely's driver that revokes it, which a lookup meanwhile waits for", async () => {
+    const storage = await migrated();
+    const { key } = await seed(storage);
+    expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBeNull();
+    let during: Promise<KeyWithChannel | null> | undefined;
+    await storage.db.transaction().execute(async (trx) => {
+      await trx.updateTable("api_keys").set({ revoked_at: LATER }).where("id", "=", key.id).execute();
+      during = storage.findKeyByHash(key.hash);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    });
+    expect((await during)?.key.revokedAt).toBe(LATER);
+    expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBe(LATER);
+    await storage.close();
+  });
+
+  it("is as it was after a transaction that revoked it and rolled back", async () => {
+    const storage = await migrated();
+    const { key } = await seed(storage);
+    expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBeNull();
+    await expect(
+      storage.db.transaction().execute(async (trx) => {
+        await trx.updateTable("api_keys").set({ revoked_at: LATER }).where("id", "=", key.id).execute();
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect((await storage.findKeyByHash(key.hash))?.key.revokedAt).toBeNull();
+    await storage.close();
   });
 });
 

@@ -24,6 +24,7 @@ import type {
   StoreRunInput,
   TenantRecord,
 } from "@channelkit/core";
+import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
 import { newConversationRecord, storedMessage } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
@@ -61,6 +62,12 @@ export class KyselyStorage implements Storage {
   readonly #queries: ReturnType<typeof requestPathQueries>;
   /** The request path's channel records, made once per version of a channel's row. */
   readonly #channels = new ChannelRecords();
+  /**
+   * Keys by their hash and channels by their client id, kept between requests while nothing
+   * they were read from changed, where the executor can tell (SQLite): see `ChangeWatch`.
+   */
+  readonly #keys?: WatchedCache<KeyWithChannel>;
+  readonly #clients?: WatchedCache<ChannelRecord>;
   /** The feed between the processes on this database: `NOTIFY` on Postgres, a table on SQLite; none on a Kysely of your own. */
   readonly feed?: LiveFeed;
   /**
@@ -90,6 +97,10 @@ export class KyselyStorage implements Storage {
     this.db = db;
     this.#exec = executor;
     this.#runRowAtClaim = executor.dataModifyingCtes;
+    if (executor.changes) {
+      this.#keys = new WatchedCache(executor.changes);
+      this.#clients = new WatchedCache(executor.changes);
+    }
     this.#queries = requestPathQueries(db);
     this.runStreams = kyselyRunStreams(db, executor);
     this.idempotency = kyselyIdempotency(db, executor);
@@ -113,10 +124,15 @@ export class KyselyStorage implements Storage {
     return this.#exec.close();
   }
 
-  async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
+  findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
+    return this.#keys ? this.#keys.find(hash, this.#readKey) : this.#readKey(hash);
+  }
+
+  readonly #readKey = async (hash: string): Promise<KeyWithChannel | null> => {
     const row = (await this.#exec.rows(this.#queries.keyByHash.bind([hash])))[0];
     if (!row) return null;
-    const key: ApiKeyRecord = {
+    // Frozen: a kept key is handed to every request (WatchedCache).
+    const key: ApiKeyRecord = Object.freeze({
       id: row.key_id,
       channelId: row.id,
       tenantId: row.tenant_id,
@@ -127,9 +143,9 @@ export class KyselyStorage implements Storage {
       createdAt: row.key_created_at,
       expiresAt: row.key_expires_at,
       revokedAt: row.key_revoked_at,
-    };
-    return { key, channel: this.#channels.of(row) };
-  }
+    });
+    return Object.freeze({ key, channel: this.#channels.of(row) });
+  };
 
   async findConversation(id: string): Promise<ConversationRecord | null> {
     const row = (await this.#exec.rows(this.#queries.conversation.bind([id])))[0];
@@ -464,10 +480,14 @@ export class KyselyStorage implements Storage {
     return row ? rowToChannel(row) : null;
   }
 
-  async findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
+  findChannelByClientId(clientId: string): Promise<ChannelRecord | null> {
+    return this.#clients ? this.#clients.find(clientId, this.#readClient) : this.#readClient(clientId);
+  }
+
+  readonly #readClient = async (clientId: string): Promise<ChannelRecord | null> => {
     const row = (await this.#exec.rows(this.#queries.channelByClientId.bind([clientId])))[0];
     return row ? this.#channels.of(row) : null;
-  }
+  };
 
   async listChannels(query: ChannelQuery = {}): Promise<ChannelRecord[]> {
     let select = this.db.selectFrom("channels").selectAll();

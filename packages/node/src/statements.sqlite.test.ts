@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ChannelService, createChannelService } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
-import { sqlite } from "@channelkit/kysely";
+import { type KyselyStorage, sqlite } from "@channelkit/kysely";
 import BetterSqlite3 from "better-sqlite3";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type RunningServer, serve } from "./serve.js";
@@ -22,6 +22,7 @@ let dir: string;
 let service: ChannelService;
 let server: RunningServer;
 let key: string;
+let storage: KyselyStorage;
 /** The statements run since the last reset, labelled. */
 const ran: string[] = [];
 
@@ -37,7 +38,7 @@ beforeAll(async () => {
     };
   }
   dir = mkdtempSync(join(tmpdir(), "channelkit-statements-"));
-  const storage = sqlite(join(dir, "channelkit.db"));
+  storage = sqlite(join(dir, "channelkit.db"));
   await storage.migrate();
   service = await createChannelService({ storage, flows: demoFlows, secretKey: SECRET_KEY, logger: { warn() {}, error() {} } });
   server = await serve(service, { port: 0 });
@@ -76,16 +77,57 @@ async function execute(body: Record<string, unknown>): Promise<{ conversationId:
  */
 const BEGIN = ["begin"];
 
+/**
+ * Whether another connection committed since the last request (`PRAGMA data_version`): the key
+ * and its channel read once are kept while nothing they were read from changed
+ * (docs/benchmarks.md, "The key lookup kept while nothing changed").
+ */
+const KEY_KEPT = ["pragma data_version"];
+
 it("a new conversation: the key lookup and one transaction for the whole run", async () => {
+  // The first request since the channel's creation reads its key.
   const { statements } = await execute({ payload: "hello" });
-  expect(statements).toEqual(["select api_keys", ...BEGIN, "insert conversations", "insert messages", "insert runs", "commit"]);
+  expect(statements).toEqual([...KEY_KEPT, "select api_keys", ...BEGIN, "insert conversations", "insert messages", "insert runs", "commit"]);
+  // The next ones find it kept.
+  expect((await execute({ payload: "hello" })).statements).toEqual([...KEY_KEPT, ...BEGIN, "insert conversations", "insert messages", "insert runs", "commit"]);
+});
+
+it("a change to the keys or channels made by this process is read by its very next request", async () => {
+  const { channels } = await service.admin.listChannels({});
+  const channelId = channels[0]?.id as string;
+  const post = () =>
+    fetch(server.url + EXECUTE, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ payload: "hello", stream: false }),
+    });
+  expect((await post()).status).toBe(200);
+
+  // Through the storage's own statements (an admin operation)...
+  await service.admin.updateChannel(channelId, { state: "inactive" });
+  ran.length = 0;
+  const inactive = await post();
+  expect(await inactive.json()).toMatchObject({ error: { code: "channel_inactive" } });
+  expect(ran).toEqual([...KEY_KEPT, "select api_keys"]);
+  await service.admin.updateChannel(channelId, { state: "active" });
+  expect((await post()).status).toBe(200);
+
+  // ...and through your own, on `storage.db` (Kysely's driver, on the same connection).
+  await storage.db.updateTable("api_keys").set({ revoked_at: new Date().toISOString() }).where("channel_id", "=", channelId).execute();
+  ran.length = 0;
+  const revoked = await post();
+  expect(revoked.status).toBe(401);
+  // Then the failed authentication is counted against its rate limit.
+  expect(ran.slice(0, 2)).toEqual([...KEY_KEPT, "select api_keys"]);
+  await storage.db.updateTable("api_keys").set({ revoked_at: null }).where("channel_id", "=", channelId).execute();
+  expect((await post()).status).toBe(200);
 });
 
 it("an existing conversation: its ticket and its claim are one statement, which checks the conversation, then the outcome", async () => {
   const { conversationId } = await execute({ payload: "hello" });
   const { statements } = await execute({ payload: "again", conversation_id: conversationId });
   expect(statements).toEqual([
-    "select api_keys",
+    ...KEY_KEPT,
     // The claim, committed before the flow runs: the ticket, the turn and the lease in one update.
     ...BEGIN,
     "update conversations",
@@ -109,12 +151,13 @@ it("an existing conversation: its ticket and its claim are one statement, which 
   expect(messages[2]?.content).toBe("again");
 });
 
-/** A statement by what it does: `begin`, `commit`, `select api_keys`, `insert messages`, `update runs`. */
+/** A statement by what it does: `begin`, `commit`, `select api_keys`, `insert messages`, `update runs`, `pragma data_version`. */
 function label(sql: string): string {
   const plain = sql.replace(/"/g, "").toLowerCase().trim();
   const verb = plain.match(/^(\w+)/)?.[1] ?? plain;
   if (verb === "select") return `select ${plain.match(/\bfrom (\w+)/)?.[1]}`;
   if (verb === "insert") return `insert ${plain.match(/^insert into (\w+)/)?.[1]}`;
   if (verb === "update") return `update ${plain.match(/^update (\w+)/)?.[1]}`;
+  if (verb === "pragma") return `pragma ${plain.match(/^pragma (\w+)/)?.[1]}`;
   return verb;
 }

@@ -179,9 +179,11 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(read).toEqual(expected);
         read?.languages.push("xx_XX");
         const found = await storage.findKeyByHash(key.hash);
-        // The request path's channel may be a frozen record shared by requests (Storage.findKeyByHash).
+        // The request path's key and channel may be frozen records shared by requests (Storage.findKeyByHash).
         changeUnlessFrozen(() => found?.channel.allowedOrigins.push("https://other.example.com"));
-        if (found) found.key.hint = "changed";
+        changeUnlessFrozen(() => {
+          if (found) found.key.hint = "changed";
+        });
         expect(await storage.findChannel(channel.id)).toEqual(expected);
         expect((await storage.findKeyByHash(key.hash))?.key.hint).toBe(key.hint);
       });

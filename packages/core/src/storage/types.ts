@@ -521,9 +521,10 @@ export interface ChannelQuery {
 /** The operations core needs from a database. */
 export interface Storage {
   /**
-   * Finds a key by the hash of its string, with its channel, in one query. The channel may be
-   * a frozen record that the store hands to every request while the channel's row is
-   * unchanged (as `@channelkit/kysely` does): treat it as read-only.
+   * Finds a key by the hash of its string, with its channel, in one query. The key and its
+   * channel may be frozen records that the store hands to every request while their rows are
+   * unchanged (as `@channelkit/kysely` does; on SQLite it then reads no row at all until
+   * something changes them): treat them as read-only.
    */
   findKeyByHash(hash: string): Promise<KeyWithChannel | null>;
   findConversation(id: string): Promise<ConversationRecord | null>;
