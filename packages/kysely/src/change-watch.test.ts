@@ -55,7 +55,7 @@ describe("WatchedCache", () => {
   it("does not keep what a lookup read before a write of this connection it waited across", async () => {
     const { watch, cache, reads, lookup } = setup();
     // The first lookup waits (as one behind a transaction of Kysely's driver does)...
-    let release = () => undefined as void;
+    let release: () => void = () => undefined;
     const waited = new Promise<void>((resolve) => {
       release = resolve;
     });
