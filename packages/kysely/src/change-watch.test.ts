@@ -85,6 +85,38 @@ describe("WatchedCache", () => {
   });
 });
 
+describe("ChangeWatch", () => {
+  it("stops reading the version while another connection commits before each read, then tries again", () => {
+    let version = 0;
+    let reads = 0;
+    const busy = new ChangeWatch(() => {
+      reads++;
+      return ++version;
+    });
+    // Three reads in a row find it moved (another instance under load)...
+    expect([busy.stamp(), busy.stamp(), busy.stamp()]).toEqual([1, 2, 3]);
+    // ...so the next hundred lookups read the rows without it.
+    for (let i = 0; i < 100; i++) expect(busy.stamp()).toBeUndefined();
+    expect(reads).toBe(3);
+    expect(busy.stamp()).toBe(4);
+    expect(reads).toBe(4);
+  });
+
+  it("reads it before every lookup while it stays put or moves now and then", () => {
+    let version = 0;
+    let reads = 0;
+    const quiet = new ChangeWatch(() => {
+      reads++;
+      return version;
+    });
+    for (let i = 0; i < 300; i++) {
+      if (i % 3 === 0) version++;
+      expect(quiet.stamp()).toBeTypeOf("number");
+    }
+    expect(reads).toBe(300);
+  });
+});
+
 describe("writesWatchedTables", () => {
   it("names the tables a key lookup reads, and the tenants whose deletion cascades into them", () => {
     expect(writesWatchedTables('update "channels" set "state" = ? where "id" = ?')).toBe(true);
