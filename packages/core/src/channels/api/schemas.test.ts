@@ -1,4 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { codePoints } from "../user-text.js";
 import { ServiceError } from "../../http/errors.js";
 import { validate } from "../../http/validate.js";
 import { executeRequestSchema, historyQuerySchema, MAX_PAYLOAD_LENGTH } from "./schemas.js";
@@ -26,6 +28,20 @@ describe("executeRequestSchema: payload", () => {
     expect(ok({ payload: emoji.repeat(10_001) })).toBe(false);
     expect(ok({ payload: "a".repeat(10_000) })).toBe(true);
     expect(ok({ payload: "a".repeat(10_001) })).toBe(false);
+  });
+
+  it("counts a lone surrogate as one code point, a pair as one, as the string's iterator does", () => {
+    expect(ok({ payload: "\ud800".repeat(10_000) })).toBe(true);
+    expect(ok({ payload: "\udc00".repeat(10_001) })).toBe(false);
+    expect(ok({ payload: `${"😀".repeat(9_999)}\ud800` })).toBe(true);
+    expect(ok({ payload: `${"😀".repeat(9_999)}\ud800a` })).toBe(false);
+    expect(ok({ payload: `\udc00${"😀".repeat(9_999)}` })).toBe(true);
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 64 }), (value) => {
+        expect(codePoints(value)).toBe([...value].length);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it("accepts one character and rejects an empty payload", () => {
