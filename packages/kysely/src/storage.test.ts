@@ -25,7 +25,8 @@ import { CompiledQuery, Kysely, SqliteDialect, sql } from "kysely";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Database } from "./schema.js";
 import { sqlite } from "./sqlite.js";
-import { type KyselyStorage, kyselyStorage } from "./storage.js";
+import { kyselyExecutor, type TransactionBody } from "./executor.js";
+import { KyselyStorage, kyselyStorage } from "./storage.js";
 
 // What every Storage must do, on both databases.
 storageContract("SQLite", sqliteTestStore);
@@ -746,6 +747,57 @@ describe("memoryStorage of core", () => {
       }
       for (const run of runs) await both(`findRun(${run.id})`, (store) => store.findRun(run.id));
     }
+  });
+});
+
+describe("the request path's transaction bodies", () => {
+  // A generator function made per call costs a hidden class and a prototype of its own on
+  // its first call (docs/benchmarks.md, "Transaction bodies made once"): two calls of one
+  // operation must hand the executor bodies of one generator function, seen by their
+  // generators sharing a prototype.
+  it("are made by one generator function per operation, not a closure per call", async () => {
+    const seeded = await migrated();
+    const { channel } = await seed(seeded);
+    const bodies: (() => TransactionBody<unknown>)[] = [];
+    const executor = kyselyExecutor(seeded.db, async () => undefined);
+    const storage = new KyselyStorage(seeded.db, {
+      ...executor,
+      transaction: (body) => {
+        bodies.push(body);
+        return executor.transaction(body);
+      },
+    });
+    /** The prototype of the generator of each transaction `action` asked for. */
+    async function prototypesOf(action: () => Promise<unknown>): Promise<object[]> {
+      bodies.length = 0;
+      await action();
+      expect(bodies.length).toBeGreaterThan(0);
+      return bodies.map((body) => Object.getPrototypeOf(body()) as object);
+    }
+    const twice = async (action: (i: number) => Promise<unknown>) => {
+      const [first, second] = [await prototypesOf(() => action(0)), await prototypesOf(() => action(1))];
+      expect(second).toHaveLength(first.length);
+      for (let i = 0; i < first.length; i++) expect(second[i] === first[i]).toBe(true);
+    };
+
+    const ids = [randomUUID(), randomUUID()];
+    const started = ids.map((id) => runOn(channel, id, "hello", ["hi"], true));
+    await twice((i) => ticketOf(storage, (started[i] as ReturnType<typeof runOn>).begin));
+    await twice((i) => storage.completeRun((started[i] as ReturnType<typeof runOn>).complete(0, { step: i })));
+    // On one conversation, a second run queued behind the first: its ticket, then its claim once served.
+    const queued = [0, 1].map((i) => runOn(channel, ids[i] as string, "again", ["more"]));
+    const behind = [0, 1].map((i) => runOn(channel, ids[i] as string, "later", ["most"]));
+    await twice((i) => ticketOf(storage, (queued[i] as ReturnType<typeof runOn>).begin));
+    await twice((i) => ticketOf(storage, (behind[i] as ReturnType<typeof runOn>).begin));
+    await twice((i) => storage.completeRun((queued[i] as ReturnType<typeof runOn>).complete(1)));
+    await twice(async (i) => expect(await storage.claimTurn((behind[i] as ReturnType<typeof runOn>).claim(2))).not.toBeNull());
+    await twice((i) =>
+      storage.updateLiveChat({
+        conversationId: ids[i] as string,
+        change: { from: "bot", since: NOW, to: "livechat_waiting", at: LATER },
+        messages: [newMessage("waiting", "assistant", randomUUID())],
+      }),
+    );
   });
 });
 

@@ -16,6 +16,7 @@ import type {
   IdempotencyStore,
   LiveFeed,
   MessageRecord,
+  ModeChange,
   RateLimitStore,
   RunStreamStore,
   RunTicket,
@@ -158,7 +159,6 @@ export class KyselyStorage implements Storage {
   }
 
   async beginRun(input: BeginRunInput): Promise<RunTicket | null> {
-    const queries = this.#queries;
     const { conversation } = input;
     if (conversation.isNew) {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
@@ -172,21 +172,7 @@ export class KyselyStorage implements Storage {
     }
     // One round trip instead of a transaction of six: docs/benchmarks.md, "Runs that take turns: what they cost".
     if (this.#exec.dataModifyingCtes) return this.#beginInOneStatement(input);
-    const rowAtClaim = this.#runRowAtClaim;
-    return this.#exec.transaction(function* (): TransactionBody<RunTicket | null> {
-      const [row] = yield* rowsOf(queries.takeTicket.bind(takeTicketValues(input)));
-      if (!row) return null;
-      const ticket = Number(row.next_ticket) - 1;
-      if (Number(row.serving) !== ticket) {
-        // A recorded stream is findable from its first event: a run that waits for its turn
-        // has its row from its ticket on.
-        if (input.stream) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
-        return { ticket, claimed: null };
-      }
-      const record = rowToConversation(row);
-      const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, false, rowAtClaim);
-      return { ticket, claimed: { conversation: record, userMessage } };
-    });
+    return this.#exec.transaction(() => takeTicket(this.#queries, input, this.#runRowAtClaim));
   }
 
   async claimTurn(input: ClaimTurnInput): Promise<ClaimedTurn | null> {
@@ -199,22 +185,7 @@ export class KyselyStorage implements Storage {
     const serving = Number(row.serving);
     const lapsed = serving < ticket && (row.lease_until === null || row.lease_until < input.now);
     if (serving !== ticket && !lapsed) return null;
-    const rowAtClaim = this.#runRowAtClaim;
-    return this.#exec.transaction(function* (): TransactionBody<ClaimedTurn | null> {
-      if (lapsed) {
-        // The run being served stopped with its instance, or its ticket was never claimed:
-        // store it cancelled and serve the next ticket. The CAS on `serving` makes one
-        // waiter do it; the others find the queue moved.
-        const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now]));
-        if (moved) {
-          yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving]));
-          // A lapsed run that is not recorded has no row where it is written with its outcome.
-          if (!rowAtClaim) yield* rowsOf(queries.cancelLapsedUnwritten.bind([input.now, LAPSED, conversation.id, serving]));
-          yield* skipEndedTickets(queries, conversation.id, serving + 1, input.claimUntil);
-        }
-      }
-      return yield* claim(queries, input, ticket, input.stream !== undefined, rowAtClaim);
-    });
+    return this.#exec.transaction(() => claimServedTurn(this.#queries, input, serving, lapsed, this.#runRowAtClaim));
   }
 
   async renewTurn(conversationId: string, ticket: number, leaseUntil: string): Promise<boolean> {
@@ -223,9 +194,6 @@ export class KyselyStorage implements Storage {
   }
 
   async completeRun(input: CompleteRunInput): Promise<MessageRecord[]> {
-    const queries = this.#queries;
-    const { conversation, messages, run, ticket, streamEnd } = input;
-    const count = messages.length;
     const setsFlowState = input.claimed && "flowState" in input;
     const mode = input.claimed ? input.mode : undefined;
     const liveChatUserTurn = input.claimed ? input.liveChatUserTurn : undefined;
@@ -233,56 +201,8 @@ export class KyselyStorage implements Storage {
     // A mode change, a live chat's user turn and a run that never held its turn keep the transaction.
     if (this.#exec.dataModifyingCtes && input.claimed && !mode && liveChatUserTurn === undefined) return this.#completeInOneStatement(input, setsFlowState);
     // A recorded run has its row from its ticket on; a claimed one from its claim where the store writes it then.
-    const hasRow = streamEnd !== undefined || (input.claimed && this.#runRowAtClaim);
-    return this.#exec.transaction(function* (): TransactionBody<MessageRecord[]> {
-      // A mode change goes before the counters move: its guard is that the run still holds
-      // its turn. Like the counters, it takes the write lock (SQLite) or the row lock (Postgres).
-      if (mode) {
-        const since = mode.to === mode.from ? mode.since : mode.at;
-        yield* rowsOf(
-          queries.runModeChange.bind([mode.to, since, mode.livechatConversationId ?? null, mode.at, conversation.id, ticket, mode.from, mode.since]),
-        );
-      }
-      if (liveChatUserTurn !== undefined) yield* rowsOf(queries.toLiveChatUser.bind([conversation.id, liveChatUserTurn]));
-      // Moving the counters takes the write lock (SQLite) or the row lock (Postgres) at once
-      // when nothing above did, so this run's turn indexes are a range nobody else can take.
-      const [row] = yield* rowsOf(
-        queries.finishTurn
-          .get(setsFlowState)
-          .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState)),
-      );
-      if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
-      const first = Number(row.next_turn) - count;
-      if (count > 0) {
-        const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
-        yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
-      }
-      // A recorded stream ends with its run's outcome, in the same write.
-      if (hasRow) {
-        const tail = streamEnd ?? null;
-        yield* rowsOf(
-          queries.finishRun.bind([
-            run.status,
-            toJson(run.result),
-            run.error,
-            JSON.stringify(run.executionOrder),
-            run.completedAt,
-            run.durationMs,
-            tail,
-            run.id,
-          ]),
-        );
-      } else {
-        const insert = input.claimed ? queries.storeRunOutcome : queries.insertRun;
-        yield* rowsOf(insert.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
-      }
-      // The turn passed on when this ticket was the one served: skip tickets whose run
-      // already ended (cancelled while waiting), unless nobody else is queued.
-      const serving = Number(row.serving);
-      if (serving === ticket + 1 && serving < Number(row.next_ticket)) yield* skipEndedTickets(queries, conversation.id, serving, input.claimUntil);
-      // What was stored, from what was given rather than parsed back from the rows.
-      return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
-    });
+    const hasRow = input.streamEnd !== undefined || (input.claimed && this.#runRowAtClaim);
+    return this.#exec.transaction(() => completeInTransaction(this.#queries, input, setsFlowState, mode, liveChatUserTurn, hasRow));
   }
 
   /**
@@ -384,31 +304,11 @@ export class KyselyStorage implements Storage {
       const values = conversation.concat(valuesOf(MESSAGE_COLUMNS, messages), valuesOf(RUN_COLUMNS, [run]));
       return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
     }
-    return this.#exec.transaction(function* () {
-      yield* rowsOf(queries.insertConversation.bind(conversation));
-      if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
-      if (run) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
-    });
+    return this.#exec.transaction(() => insertConversationRows(queries, conversation, messages, run));
   }
 
   async updateLiveChat(input: LiveChatUpdate): Promise<{ conversation: ConversationRecord; messages: MessageRecord[] } | null> {
-    const queries = this.#queries;
-    const { change, conversationId, messages } = input;
-    const since = change.to === change.from ? change.since : change.at;
-    const count = messages.length;
-    return this.#exec.transaction(function* () {
-      const [row] = yield* rowsOf(
-        queries.liveChatChange.bind([count, change.to, since, change.livechatConversationId ?? null, change.at, conversationId, change.from, change.since]),
-      );
-      if (!row) return null;
-      const conversation = rowToConversation(row);
-      const first = conversation.nextTurn - count;
-      if (count > 0) {
-        const rows = messages.map((message, i) => messageToRow(conversationId, first + i, message));
-        yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
-      }
-      return { conversation, messages: messages.map((message, i) => storedMessage(conversationId, first + i, message)) };
-    });
+    return this.#exec.transaction(() => changeLiveChat(this.#queries, input));
   }
 
   async listLiveChatConversations(query: LiveChatQuery): Promise<ConversationRecord[]> {
@@ -556,6 +456,119 @@ export class KyselyStorage implements Storage {
 }
 
 type Queries = ReturnType<typeof requestPathQueries>;
+
+// The request path's transaction bodies are generator functions of the module, given their
+// inputs as arguments, not closures made per call: a generator function made afresh needs a
+// hidden class and a prototype of its own on its first call, 1.4 µs in a loop and 3.6 µs at
+// rest for each transaction (docs/benchmarks.md, "Transaction bodies made once").
+
+/** {@link KyselyStorage.beginRun}'s transaction on an existing conversation: its ticket, and its claim when served at once. */
+function* takeTicket(queries: Queries, input: BeginRunInput, rowAtClaim: boolean): TransactionBody<RunTicket | null> {
+  const [row] = yield* rowsOf(queries.takeTicket.bind(takeTicketValues(input)));
+  if (!row) return null;
+  const ticket = Number(row.next_ticket) - 1;
+  if (Number(row.serving) !== ticket) {
+    // A recorded stream is findable from its first event: a run that waits for its turn
+    // has its row from its ticket on.
+    if (input.stream) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [runToRow(input.run, ticket, input.stream)])));
+    return { ticket, claimed: null };
+  }
+  const record = rowToConversation(row);
+  const userMessage = yield* storeClaim(queries, input, ticket, record.nextTurn - 1, false, rowAtClaim);
+  return { ticket, claimed: { conversation: record, userMessage } };
+}
+
+/** {@link KyselyStorage.claimTurn}'s transaction: a lapsed turn taken over first, then the claim. */
+function* claimServedTurn(queries: Queries, input: ClaimTurnInput, serving: number, lapsed: boolean, rowAtClaim: boolean): TransactionBody<ClaimedTurn | null> {
+  const { conversation, ticket } = input;
+  if (lapsed) {
+    // The run being served stopped with its instance, or its ticket was never claimed:
+    // store it cancelled and serve the next ticket. The CAS on `serving` makes one
+    // waiter do it; the others find the queue moved.
+    const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now]));
+    if (moved) {
+      yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving]));
+      // A lapsed run that is not recorded has no row where it is written with its outcome.
+      if (!rowAtClaim) yield* rowsOf(queries.cancelLapsedUnwritten.bind([input.now, LAPSED, conversation.id, serving]));
+      yield* skipEndedTickets(queries, conversation.id, serving + 1, input.claimUntil);
+    }
+  }
+  return yield* claim(queries, input, ticket, input.stream !== undefined, rowAtClaim);
+}
+
+/** {@link KyselyStorage.completeRun}'s transaction: the mode, the counters, the messages, the run, the turn passed on. */
+function* completeInTransaction(
+  queries: Queries,
+  input: CompleteRunInput,
+  setsFlowState: boolean,
+  mode: ModeChange | undefined,
+  liveChatUserTurn: number | undefined,
+  hasRow: boolean,
+): TransactionBody<MessageRecord[]> {
+  const { conversation, messages, run, ticket, streamEnd } = input;
+  const count = messages.length;
+  // A mode change goes before the counters move: its guard is that the run still holds
+  // its turn. Like the counters, it takes the write lock (SQLite) or the row lock (Postgres).
+  if (mode) {
+    const since = mode.to === mode.from ? mode.since : mode.at;
+    yield* rowsOf(queries.runModeChange.bind([mode.to, since, mode.livechatConversationId ?? null, mode.at, conversation.id, ticket, mode.from, mode.since]));
+  }
+  if (liveChatUserTurn !== undefined) yield* rowsOf(queries.toLiveChatUser.bind([conversation.id, liveChatUserTurn]));
+  // Moving the counters takes the write lock (SQLite) or the row lock (Postgres) at once
+  // when nothing above did, so this run's turn indexes are a range nobody else can take.
+  const [row] = yield* rowsOf(
+    queries.finishTurn
+      .get(setsFlowState)
+      .bind(finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState)),
+  );
+  if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
+  const first = Number(row.next_turn) - count;
+  if (count > 0) {
+    const rows = messages.map((message, i) => messageToRow(conversation.id, first + i, message));
+    yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
+  }
+  // A recorded stream ends with its run's outcome, in the same write.
+  if (hasRow) {
+    const tail = streamEnd ?? null;
+    yield* rowsOf(
+      queries.finishRun.bind([run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, tail, run.id]),
+    );
+  } else {
+    const insert = input.claimed ? queries.storeRunOutcome : queries.insertRun;
+    yield* rowsOf(insert.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
+  }
+  // The turn passed on when this ticket was the one served: skip tickets whose run
+  // already ended (cancelled while waiting), unless nobody else is queued.
+  const serving = Number(row.serving);
+  if (serving === ticket + 1 && serving < Number(row.next_ticket)) yield* skipEndedTickets(queries, conversation.id, serving, input.claimUntil);
+  // What was stored, from what was given rather than parsed back from the rows.
+  return messages.map((message, i) => storedMessage(conversation.id, first + i, message));
+}
+
+/** {@link KyselyStorage}'s new conversation as a transaction: its row, its first messages and a run. */
+function* insertConversationRows(queries: Queries, conversation: unknown[], messages: MessagesTable[], run: RunsTable | null): TransactionBody<void> {
+  yield* rowsOf(queries.insertConversation.bind(conversation));
+  if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
+  if (run) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
+}
+
+/** {@link KyselyStorage.updateLiveChat}'s transaction: the mode change under its guard, then the messages. */
+function* changeLiveChat(queries: Queries, input: LiveChatUpdate): TransactionBody<{ conversation: ConversationRecord; messages: MessageRecord[] } | null> {
+  const { change, conversationId, messages } = input;
+  const since = change.to === change.from ? change.since : change.at;
+  const count = messages.length;
+  const [row] = yield* rowsOf(
+    queries.liveChatChange.bind([count, change.to, since, change.livechatConversationId ?? null, change.at, conversationId, change.from, change.since]),
+  );
+  if (!row) return null;
+  const conversation = rowToConversation(row);
+  const first = conversation.nextTurn - count;
+  if (count > 0) {
+    const rows = messages.map((message, i) => messageToRow(conversationId, first + i, message));
+    yield* rowsOf(queries.insertMessages.get(count).bind(valuesOf(MESSAGE_COLUMNS, rows)));
+  }
+  return { conversation, messages: messages.map((message, i) => storedMessage(conversationId, first + i, message)) };
+}
 
 /**
  * Claims `ticket`'s turn if it is the one served: the lease, the next turn index for the
