@@ -45,6 +45,32 @@ describe("Router", () => {
     expect(router().match("GET", "/a/1/b/2").route.method).toBe("GET");
   });
 
+  it("finds a route without parameters by its path as the first match, as a route with them", async () => {
+    const handle = (name: string) => () => json({ name });
+    const table = new Router<Ctx>()
+      .add({ method: "GET", path: "/a/:x", handle: handle("param first") })
+      .add({ method: "GET", path: "/a/b", handle: handle("taken by the one before") })
+      .add({ method: "POST", path: "/a/b", handle: handle("static") })
+      .add({ method: "POST", path: "/a/:x", handle: handle("param after") })
+      .add({ method: "GET", path: "/", handle: handle("root") })
+      .add({ method: "GET", path: "//c//d/", handle: handle("written loosely") });
+    const name = async (method: string, path: string) => {
+      const { route, params } = table.match(method, path);
+      return { name: JSON.parse(((await route.handle(new Request("http://x/"), params, { tag: "" })) as Reply).body as string).name, params };
+    };
+    expect(await name("GET", "/a/b")).toEqual({ name: "param first", params: { x: "b" } });
+    expect(await name("POST", "/a/b")).toEqual({ name: "static", params: {} });
+    expect(await name("POST", "/a/c")).toEqual({ name: "param after", params: { x: "c" } });
+    expect(await name("GET", "/")).toEqual({ name: "root", params: {} });
+    expect(await name("GET", "/c/d")).toEqual({ name: "written loosely", params: {} });
+    expect(await name("GET", "/c/d/")).toEqual({ name: "written loosely", params: {} });
+    // Each match has params of its own.
+    expect(table.match("POST", "/a/b").params).not.toBe(table.match("POST", "/a/b").params);
+    const error = failure(() => table.match("DELETE", "/a/b"));
+    expect(error.code).toBe("method_not_allowed");
+    expect(error.headers).toEqual({ allow: "GET, POST" });
+  });
+
   it("ignores repeated and trailing slashes", () => {
     expect(router().match("POST", "/public/v1/api/execute/").route.method).toBe("POST");
     expect(router().match("POST", "//public/v1//api/execute").route.method).toBe("POST");

@@ -32,7 +32,8 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   const input = validate(executeRequestSchema, parsed);
 
   // Without a key, nothing more than today: no closure, no statement.
-  if (key === null) return runOnConversation(request, ctx, channel, input);
+  // Awaited: an async function that returns a promise adopts it a turn of the microtasks later.
+  if (key === null) return await runOnConversation(request, ctx, channel, input);
   const existing = input.conversation_id ? await findOwnConversation(ctx.storage, channel, input.conversation_id) : null;
   const registered = channelFlow(ctx, channel);
   return answerOnce(ctx, request, { channelId: channel.id, operation: "execute", key, body: parsed }, (kept) =>
@@ -48,7 +49,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
  */
 async function runOnConversation(request: IncomingRequest, ctx: ServiceContext, channel: ChannelRecord, input: ExecuteRequest): Promise<Reply> {
   const named = input.conversation_id;
-  if (!named) return run(request, ctx, channel, channelFlow(ctx, channel), null, input, null);
+  if (!named) return await run(request, ctx, channel, channelFlow(ctx, channel), null, input, null);
   const registered = await channelFlowAfter(ctx, channel, () => findOwnConversation(ctx.storage, channel, named));
   try {
     return await run(request, ctx, channel, registered, { id: canonicalId(named) }, input, null);
