@@ -1,5 +1,4 @@
 import { memoryRateLimitStore, type RateLimitCount, type RateLimitRule, type RateLimitStore } from "@channelkit/core";
-import { afterIo } from "./group-commit.js";
 
 /** Counts whose window ended an hour ago are deleted every five minutes. */
 const SWEEP_MS = 5 * 60_000;
@@ -19,13 +18,21 @@ export interface StoredCount {
   expire: number | string | null;
 }
 
+/** The counts asked for since the last batch, as one batch: each key once, with its points. */
+export interface CountsBatch {
+  keys: CountedKey[];
+  now: number;
+}
+
 /** How a database stores counts: in the table of migration 0008, rate-limiter-flexible's layout. */
 export interface CountsTable {
   /**
-   * Adds each key's points, starting a new window (`expire`) for a key whose window ended
-   * before `now`, in one statement; answers every key's count after it.
+   * Adds each key's points of the batch that `take` hands over, starting a new window
+   * (`expire`) for a key whose window ended before `now`, in one statement; answers every
+   * key's count after it. Called when a batch starts; the table calls `take` when it runs
+   * the statement (the counts asked for until then are in it), once.
    */
-  add(keys: CountedKey[], now: number): Promise<StoredCount[]>;
+  add(take: () => CountsBatch): Promise<StoredCount[]>;
   /** Deletes the counts whose window ended before `before`. */
   sweep(before: number): Promise<unknown>;
   /** Releases what the table holds (a pool of its own), when the store closes. */
@@ -67,42 +74,57 @@ export function batchedCounts(table: CountsTable): RateLimitStore {
   }, SWEEP_MS);
   (timer as { unref?: () => void }).unref?.();
 
-  function flush(): void {
-    const batch = queue;
+  /** The counts asked for until now, as one batch; the queue starts again. */
+  function take(): { asks: Ask[]; byKey: Map<string, Ask[]>; batch: CountsBatch } {
+    const asks = queue;
     queue = [];
     const byKey = new Map<string, Ask[]>();
-    for (const ask of batch) {
+    for (const ask of asks) {
       const key = ask.stored;
-      const asks = byKey.get(key);
-      if (asks) asks.push(ask);
+      const same = byKey.get(key);
+      if (same) same.push(ask);
       else byKey.set(key, [ask]);
     }
     const now = Date.now();
     const keys = [...byKey.keys()].sort().map((key) => {
-      const asks = byKey.get(key) as Ask[];
-      return { key, points: asks.length, expire: now + (asks[0] as Ask).rule.windowSeconds * 1000 };
+      const same = byKey.get(key) as Ask[];
+      return { key, points: same.length, expire: now + (same[0] as Ask).rule.windowSeconds * 1000 };
     });
-    table.add(keys, now).then(
-      (rows) => {
-        const at = Date.now();
-        for (const row of rows) {
-          const asks = byKey.get(row.key) as Ask[];
-          const total = Number(row.points);
-          const expire = row.expire === null ? null : Number(row.expire);
-          const resetMs = expire === null ? -1 : Math.max(expire - at, 0);
-          for (let i = 0; i < asks.length; i++) {
-            const ask = asks[i] as Ask;
-            const consumed = total - asks.length + 1 + i;
-            const allowed = consumed <= ask.rule.requests;
-            if (!allowed && expire !== null) blockedUntil.set(row.key, expire);
-            ask.resolve({ allowed, remaining: Math.max(ask.rule.requests - consumed, 0), resetMs });
+    return { asks, byKey, batch: { keys, now } };
+  }
+
+  /** Starts a batch: the table takes the counts asked for until its statement runs. */
+  function start(): void {
+    let taken: ReturnType<typeof take> | undefined;
+    table
+      .add(() => {
+        taken = take();
+        return taken.batch;
+      })
+      .then(
+        (rows) => {
+          const { byKey } = taken as ReturnType<typeof take>;
+          const at = Date.now();
+          for (const row of rows) {
+            const asks = byKey.get(row.key) as Ask[];
+            const total = Number(row.points);
+            const expire = row.expire === null ? null : Number(row.expire);
+            const resetMs = expire === null ? -1 : Math.max(expire - at, 0);
+            for (let i = 0; i < asks.length; i++) {
+              const ask = asks[i] as Ask;
+              const consumed = total - asks.length + 1 + i;
+              const allowed = consumed <= ask.rule.requests;
+              if (!allowed && expire !== null) blockedUntil.set(row.key, expire);
+              ask.resolve({ allowed, remaining: Math.max(ask.rule.requests - consumed, 0), resetMs });
+            }
           }
-        }
-      },
-      () => {
-        for (const ask of batch) void insurance.consume(ask.name, ask.rule, ask.key).then(ask.resolve);
-      },
-    );
+        },
+        () => {
+          // A failure before the statement ran leaves the batch in the queue: it is counted here too.
+          taken ??= take();
+          for (const ask of taken.asks) void insurance.consume(ask.name, ask.rule, ask.key).then(ask.resolve);
+        },
+      );
   }
 
   return {
@@ -114,8 +136,9 @@ export function batchedCounts(table: CountsTable): RateLimitStore {
         if (left > 0) return Promise.resolve({ allowed: false, remaining: 0, resetMs: left });
       }
       return new Promise<RateLimitCount>((resolve) => {
-        if (queue.length === 0) afterIo(flush);
         queue.push({ name, rule, key, stored, resolve });
+        // The first count since the last batch starts the next one.
+        if (queue.length === 1) start();
       });
     },
     async close() {

@@ -113,8 +113,12 @@ export function beginWithoutWaiting(run: (sql: string) => void, busyTimeoutMs: n
   };
 }
 
-/** Runs a transaction body in the next group commit; settles after its commit. */
-export type GroupCommit = <T>(body: () => TransactionBody<T>) => Promise<T>;
+/**
+ * Runs a transaction body in the next group commit; settles after its commit. `inTurn`: the
+ * body waits for the batch of this turn of the event loop even when it would run at once
+ * alone (it gathers what the turn asks for, as the rate limits' counts do).
+ */
+export type GroupCommit = <T>(body: () => TransactionBody<T>, inTurn?: boolean) => Promise<T>;
 
 /**
  * Group commit: the transactions asked for during one turn of the event loop run together,
@@ -243,7 +247,7 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
     else setTimeout(retry, Math.min(16, 2 ** (attempt - 2)));
   }
 
-  return <T>(body: () => TransactionBody<T>) =>
+  return <T>(body: () => TransactionBody<T>, inTurn = false) =>
     new Promise<T>((resolve, reject) => {
       const pending: Pending = { body, resolve: resolve as (value: unknown) => void, reject };
       if (!asked) {
@@ -251,7 +255,7 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
         // The flush also ends the turn: a second transaction of this turn waits for it.
         afterIo(flush);
         // Nothing is queued (the turn's first); alone last time too: commit it now.
-        if (lastBatch <= 1 && waiting === null && !connection.inTransaction()) {
+        if (!inTurn && lastBatch <= 1 && waiting === null && !connection.inTransaction()) {
           commit([pending]);
           return;
         }

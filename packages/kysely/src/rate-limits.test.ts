@@ -11,7 +11,7 @@ import type { RateLimitStore } from "@channelkit/core";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import BetterSqlite3 from "better-sqlite3";
-import { groupCommit } from "./group-commit.js";
+import { bodyOf, type GroupCommit, groupCommit } from "./group-commit.js";
 import pg from "pg";
 import { countersPool, postgres } from "./postgres.js";
 import { postgresRateLimits, sqliteRateLimits } from "./rate-limits.js";
@@ -93,6 +93,71 @@ describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks
     } finally {
       database.close();
       await Promise.all(["", "-wal", "-shm"].map((suffix) => rm(file + suffix, { force: true })));
+    }
+  });
+});
+
+describe("rate limits on SQLite, in the runs' turn (docs/benchmarks.md, \"Counts taken in the runs' turn\")", () => {
+  it("counts asked for in a turn go in that turn's batch of transactions: one commit with the runs, none a turn later", async () => {
+    const database = new BetterSqlite3(":memory:");
+    try {
+      database.exec("create table rate_limit_counters (key varchar(255) primary key, points integer not null default 0, expire bigint)");
+      const commits: string[][] = [];
+      let batch: string[] = [];
+      const transaction = groupCommit(
+        {
+          run: (sql) => {
+            if (sql === "COMMIT") {
+              commits.push(batch);
+              batch = [];
+            }
+            database.prepare(sql).run();
+          },
+          inTransaction: () => database.inTransaction,
+          rows: () => [],
+          tryBegin: () => {
+            database.prepare("BEGIN IMMEDIATE").run();
+            return true;
+          },
+        },
+        () => Promise.reject(new Error("not expected")),
+      );
+      const limits = sqliteRateLimits(database, transaction);
+      const run = (name: string) =>
+        transaction(() =>
+          bodyOf(() => {
+            batch.push(name);
+            return name;
+          }),
+        );
+      const count = (key: string) => {
+        batch.push(`count ${key}`);
+        return limits.consume("test", RULE, key);
+      };
+      // A request's two counts and another request's run, asked in one turn, as a webhook
+      // message's are: a lone run commits at once, the counts wait for the turn's batch.
+      const [first, second, ran] = await Promise.all([count("client"), count("address"), run("claim")]);
+      expect([first.allowed, second.allowed, ran]).toEqual([true, true, "claim"]);
+      expect(commits).toHaveLength(1);
+      // The next turn: the counts and two runs, all in one commit.
+      await Promise.all([run("outcome"), count("client"), run("claim 2")]);
+      expect(commits).toHaveLength(2);
+      await limits.close?.();
+    } finally {
+      database.close();
+    }
+  });
+
+  it("counts whose batch failed before its statement ran are counted in memory, none lost", async () => {
+    const database = new BetterSqlite3(":memory:");
+    try {
+      const failing: GroupCommit = () => Promise.reject(new Error("database is locked"));
+      const limits = sqliteRateLimits(database, failing);
+      const answers = await Promise.all(Array.from({ length: 7 }, () => limits.consume("test", RULE, "one client")));
+      expect(answers.map((answer) => answer.allowed)).toEqual([true, true, true, true, true, false, false]);
+      await limits.close?.();
+    } finally {
+      database.close();
     }
   });
 });

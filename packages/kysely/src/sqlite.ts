@@ -155,7 +155,7 @@ function sqliteExecutor(
     dataModifyingCtes: false,
     rows: (query) => (database.inTransaction ? kysely.rows(query) : rows(query)),
     transaction: (body) => (database.inTransaction ? kysely.transaction(body) : transaction(body)),
-    groupCommit: (body) => (database.inTransaction ? (kysely.transaction(body) as Promise<never>) : transaction(body)),
+    groupCommit: (body, inTurn) => (database.inTransaction ? (kysely.transaction(body) as Promise<never>) : transaction(body, inTurn)),
     changes,
     close: kysely.close,
   };
