@@ -52,6 +52,25 @@ describe("rate limits on SQLite", () => {
   });
 });
 
+/** The storage's group commit on `database` alone (no Kysely beside it), telling each commit. */
+function groupCommitOn(database: BetterSqlite3.Database, onCommit: () => void): GroupCommit {
+  return groupCommit(
+    {
+      run: (sql) => {
+        if (sql === "COMMIT") onCommit();
+        database.prepare(sql).run();
+      },
+      inTransaction: () => database.inTransaction,
+      rows: () => [],
+      tryBegin: () => {
+        database.prepare("BEGIN IMMEDIATE").run();
+        return true;
+      },
+    },
+    () => Promise.reject(new Error("not expected")),
+  );
+}
+
 describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks.md, "Rate limits")', () => {
   it("counts the requests of one turn in one statement of the storage's group commit, prepared once", async () => {
     const file = join(tmpdir(), `channelkit-limits-${randomUUID()}.db`);
@@ -67,22 +86,10 @@ describe('rate limits on SQLite, in the storage\'s group commit (docs/benchmarks
         return prepare(sql);
       }) as typeof database.prepare;
       const commits: number[] = [];
-      const transaction = groupCommit(
-        {
-          run: (sql) => {
-            if (sql === "COMMIT") commits.push(1);
-            database.prepare(sql).run();
-          },
-          inTransaction: () => database.inTransaction,
-          rows: () => [],
-          tryBegin: () => {
-            database.prepare("BEGIN IMMEDIATE").run();
-            return true;
-          },
-        },
-        () => Promise.reject(new Error("not expected")),
+      const limits = sqliteRateLimits(
+        database,
+        groupCommitOn(database, () => commits.push(1)),
       );
-      const limits = sqliteRateLimits(database, transaction);
       const answers = await Promise.all(Array.from({ length: 8 }, () => limits.consume("test", RULE, "one client")));
       expect(answers.filter((answer) => answer.allowed)).toHaveLength(RULE.requests);
       // Eight counts: one statement in one commit, prepared once.
@@ -102,40 +109,14 @@ describe("rate limits on SQLite, in the runs' turn (docs/benchmarks.md, \"Counts
     const database = new BetterSqlite3(":memory:");
     try {
       database.exec("create table rate_limit_counters (key varchar(255) primary key, points integer not null default 0, expire bigint)");
-      const commits: string[][] = [];
-      let batch: string[] = [];
-      const transaction = groupCommit(
-        {
-          run: (sql) => {
-            if (sql === "COMMIT") {
-              commits.push(batch);
-              batch = [];
-            }
-            database.prepare(sql).run();
-          },
-          inTransaction: () => database.inTransaction,
-          rows: () => [],
-          tryBegin: () => {
-            database.prepare("BEGIN IMMEDIATE").run();
-            return true;
-          },
-        },
-        () => Promise.reject(new Error("not expected")),
-      );
+      const commits: number[] = [];
+      const transaction = groupCommitOn(database, () => commits.push(1));
       const limits = sqliteRateLimits(database, transaction);
-      const run = (name: string) =>
-        transaction(() =>
-          bodyOf(() => {
-            batch.push(name);
-            return name;
-          }),
-        );
-      const count = (key: string) => {
-        batch.push(`count ${key}`);
-        return limits.consume("test", RULE, key);
-      };
+      const run = (name: string) => transaction(() => bodyOf(() => name));
+      const count = (key: string) => limits.consume("test", RULE, key);
       // A request's two counts and another request's run, asked in one turn, as a webhook
-      // message's are: a lone run commits at once, the counts wait for the turn's batch.
+      // message's are: one batch, one commit (the run alone at once, then the counts a turn
+      // later in a transaction of their own, before the change).
       const [first, second, ran] = await Promise.all([count("client"), count("address"), run("claim")]);
       expect([first.allowed, second.allowed, ran]).toEqual([true, true, "claim"]);
       expect(commits).toHaveLength(1);
