@@ -227,6 +227,7 @@ describe("conversation ids", () => {
     expect(second.conversation_id).toBe(first.conversation_id);
     const history = await fetch(`${server.url}/public/v1/api/conversations/${upper}/messages`, { headers: { authorization: `Bearer ${key}` } });
     expect(history.status).toBe(200);
-    expect(((await history.json()) as { session_id: string; total_messages: number }).session_id).toBe(first.conversation_id);
+    // interface.md: `session_id` is an echo of the path parameter, as written.
+    expect(((await history.json()) as { session_id: string; total_messages: number }).session_id).toBe(upper);
   });
 });

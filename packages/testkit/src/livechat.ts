@@ -87,6 +87,8 @@ export function liveChatTests(h: Harness): void {
         [2, "livechat", "user", "user", "hello?"],
         [3, "livechat", "user", "user", "still there?"],
       ]);
+      // interface.md: a run's ids are set only when the origin is `agent`.
+      for (const message of messages.slice(2)) expect(message).toMatchObject({ run_id: null, step_id: null, node_type: null });
     });
 
     it("an agent accepts, writes and closes through the inbox; history interleaves bot, user and agent messages in turn order; then the bot resumes", async () => {

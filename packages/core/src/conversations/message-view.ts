@@ -1,8 +1,14 @@
 import { z } from "zod";
 import type { MessageRecord } from "../storage/types.js";
 
-/** A stored message as the contract shows it: history, the live-chat subscription and providers all use this shape. */
+/**
+ * A stored message as the contract shows it: history, the live-chat subscription and providers
+ * all use this shape. A run's ids are shown only on what a run produced (`origin: "agent"`,
+ * interface.md): the user's message to a live chat keeps its run's id in the storage, which
+ * the run's bookkeeping reads, but shows none.
+ */
 export function messageView(message: MessageRecord) {
+  const byRun = message.origin === "agent";
   return {
     origin: message.origin,
     role: message.role,
@@ -10,9 +16,9 @@ export function messageView(message: MessageRecord) {
     timestamp: message.timestamp,
     turn_index: message.turnIndex,
     token_count: message.tokenCount,
-    run_id: message.runId,
-    step_id: message.stepId,
-    node_type: message.nodeType,
+    run_id: byRun ? message.runId : null,
+    step_id: byRun ? message.stepId : null,
+    node_type: byRun ? message.nodeType : null,
     tool_calls: message.toolCalls,
     tool_call_id: message.toolCallId,
     livechat_message_id: message.livechatMessageId,

@@ -25,7 +25,8 @@ export async function history(request: IncomingRequest, sessionId: string, ctx: 
   const recent = await ctx.storage.listRecentMessages(conversation.id, query.limit);
   const messages = fitTokenBudget(recent, query.token_budget);
   return json({
-    session_id: conversation.id,
+    // interface.md: an echo of the path parameter, as the client wrote it (a UUID's case included).
+    session_id: sessionId,
     messages: messages.map(messageView),
     total_messages: messages.length,
     total_tokens: messages.reduce((sum, message) => sum + message.tokenCount, 0),
