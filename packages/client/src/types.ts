@@ -102,7 +102,7 @@ export interface LiveChatState {
 
 /** The answer of `history` (`GET /public/v1/api/conversations/{id}/messages`). */
 export interface History extends LiveChatState {
-  /** The conversation id (the path's `session_id`), in lower case. */
+  /** The path's `session_id`, echoed as it was written (the conversation's id). */
   session_id: string;
   /** Oldest first. */
   messages: HistoryMessage[];

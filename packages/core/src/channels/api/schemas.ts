@@ -67,7 +67,7 @@ export const runDocumentSchema = z.object({
 
 /** The history response. */
 export const historyResponseSchema = z.object({
-  session_id: z.uuid().meta({ description: "The conversation's id, in lower case." }),
+  session_id: z.uuid().meta({ description: "The path parameter, echoed as written (an upper-case UUID stays upper-case)." }),
   messages: z.array(messageViewSchema).meta({ description: "Oldest first." }),
   total_messages: z.int().min(0).meta({ description: "Number of messages returned." }),
   total_tokens: z.int().min(0).meta({ description: "Estimated tokens of the messages returned." }),
