@@ -69,6 +69,9 @@ export function signatureTests(h: Harness): void {
       const wrong = digest("another secret", t, body);
       await expectAccepted(await sendSigned(h, channel, body, `t=${t},v1=${wrong},v1=${good}`));
       await expectAccepted(await sendSigned(h, channel, body, `t=${t},v0=${wrong},v1=${good}`));
+      // An entry that is not a digest at all matches nothing, and does not spoil the one that matches.
+      await expectAccepted(await sendSigned(h, channel, body, `t=${t},v1=00,v1=${good}`));
+      await expectAccepted(await sendSigned(h, channel, body, `t=${t},v1=${good},v1=not-hex`));
     });
 
     it("401 signature_required when the header is absent", async () => {

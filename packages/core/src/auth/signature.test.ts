@@ -79,7 +79,14 @@ describe("parseSignatureHeader", () => {
     expect(parseSignatureHeader(`t=${NOW},t=${NOW + 1},v1=${HEX_A}`)).toBeNull();
   });
 
-  it("rejects uppercase hex, short digests and non-hex digests", () => {
+  it("leaves out a v1 that is not a digest, keeping the others", () => {
+    expect(parseSignatureHeader(`t=${NOW},v1=00,v1=${HEX_A},v1=${"g".repeat(64)},v1=,v1=${HEX_B.toUpperCase()}`)).toEqual({
+      timestamp: String(NOW),
+      signatures: [HEX_A],
+    });
+  });
+
+  it("rejects a header whose only v1 entries are uppercase hex, short or non-hex digests", () => {
     expect(parseSignatureHeader(`t=${NOW},v1=${HEX_A.toUpperCase()}`)).toBeNull();
     expect(parseSignatureHeader(`t=${NOW},v1=${"A".repeat(64)}`)).toBeNull();
     expect(parseSignatureHeader(`t=${NOW},v1=${"a".repeat(63)}`)).toBeNull();
@@ -178,6 +185,14 @@ describe("verifySignature", () => {
     expect(await outcome(`t=${NOW},v1=${HEX_A},v1=${HEX_B}`)).toBe("invalid_signature");
   });
 
+  it("passes when one v1 matches beside entries that are not digests at all", async () => {
+    const good = reference(SECRET, NOW, BODY);
+    expect(await outcome(`t=${NOW},v1=00,v1=${good}`)).toBeNull();
+    expect(await outcome(`t=${NOW},v1=${good},v1=zz`)).toBeNull();
+    expect(await outcome(`t=${NOW},v1=,v1=${good.toUpperCase()},v1=${good}`)).toBeNull();
+    expect(await outcome(`t=${NOW},v1=00,v1=${good.slice(1)}`)).toBe("invalid_signature");
+  });
+
   it("verifies over raw bytes that are not valid UTF-8", async () => {
     const body = new Uint8Array([0xff, 0xfe, 0x80, 0x00]);
     const header = `t=${NOW},v1=${reference(SECRET, NOW, body)}`;
@@ -202,6 +217,27 @@ describe("compatibility with stripe-node", () => {
   it("accepts a Stripe header with the current time by default", async () => {
     const header = stripe.webhooks.generateTestHeaderString({ payload, secret: SECRET });
     await expect(verifySignature(header, SECRET, utf8(payload))).resolves.toBeUndefined();
+  });
+
+  it("agrees with Stripe's own verifier on headers with several v1 entries, some not digests", async () => {
+    const good = await computeSignature(SECRET, String(NOW), utf8(payload));
+    const stripeAccepts = (header: string) => {
+      try {
+        return stripe.webhooks.signature?.verifyHeader(payload, header, SECRET, 300, undefined, NOW) === true;
+      } catch {
+        return false;
+      }
+    };
+    for (const header of [
+      `t=${NOW},v1=00,v1=${good}`,
+      `t=${NOW},v1=${good},v1=not-hex`,
+      `t=${NOW},v1=${good.toUpperCase()},v1=${good}`,
+      `t=${NOW},v1=00,v1=${HEX_A}`,
+      `t=${NOW},v1=${good.toUpperCase()}`,
+    ]) {
+      expect(await outcome(header, payload), header).toBe(stripeAccepts(header) ? null : "invalid_signature");
+    }
+    expect(stripeAccepts(`t=${NOW},v1=00,v1=${good}`)).toBe(true);
   });
 
   it("produces headers that Stripe's own verifier accepts", async () => {

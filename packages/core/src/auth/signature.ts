@@ -10,7 +10,12 @@ interface ParsedSignature {
   signatures: string[];
 }
 
-/** Parses `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`; other schemes are ignored, as Stripe does. */
+/**
+ * Parses `t=<unix seconds>,v1=<hex>[,v1=<hex>...]`; other schemes are ignored, as Stripe does.
+ * A `v1` that is not a digest's 64 lowercase hex digits is left out rather than failing the
+ * header: it can match nothing, and any `v1` that matches passes (decisions.md, as Stripe
+ * does). Null when there is no `t`, or no `v1` left to compare.
+ */
 export function parseSignatureHeader(header: string): ParsedSignature | null {
   let timestamp: string | undefined;
   const signatures: string[] = [];
@@ -23,8 +28,7 @@ export function parseSignatureHeader(header: string): ParsedSignature | null {
       if (timestamp !== undefined || !/^\d{1,15}$/.test(value)) return null;
       timestamp = value;
     } else if (name === "v1") {
-      if (!/^[0-9a-f]{64}$/.test(value)) return null;
-      signatures.push(value);
+      if (/^[0-9a-f]{64}$/.test(value)) signatures.push(value);
     }
   }
   if (timestamp === undefined || signatures.length === 0) return null;
