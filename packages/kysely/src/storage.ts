@@ -510,8 +510,7 @@ function* completeInTransaction(
   // A mode change goes before the counters move: its guard is that the run still holds
   // its turn. Like the counters, it takes the write lock (SQLite) or the row lock (Postgres).
   if (mode) {
-    const since = mode.to === mode.from ? mode.since : mode.at;
-    yield* rowsOf(queries.runModeChange.bind([mode.to, since, mode.livechatConversationId ?? null, mode.at, conversation.id, ticket, mode.from, mode.since]));
+    yield* rowsOf(queries.runModeChange.bind([mode.to, mode.at, mode.livechatConversationId ?? null, mode.at, conversation.id, ticket, mode.from, mode.since]));
   }
   if (liveChatUserTurn !== undefined) yield* rowsOf(queries.toLiveChatUser.bind([conversation.id, liveChatUserTurn]));
   // Moving the counters takes the write lock (SQLite) or the row lock (Postgres) at once

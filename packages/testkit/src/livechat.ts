@@ -214,8 +214,8 @@ export function liveChatTests(h: Harness): void {
       await expectError(late, 409, "livechat_conflict");
     });
 
-    it("a wait expires after the channel's timeout, from stored times: history says so, an agent can no longer accept, the bot answers", async () => {
-      const channel = await h.channel({ flow: "handover", livechatWaitTimeoutSeconds: 1 });
+    it("a wait expires after the channel's timeout, from stored times: history says so, an agent can no longer accept, the bot answers and a new handover waits anew", async () => {
+      const channel = await h.channel({ flow: "handover", livechatWaitTimeoutSeconds: 2 });
       const token = await tokenFor(h, channel.tenantId);
       const run = await runJson(h, channel.key, { payload: "help", stream: false });
       const id = run.conversation_id;
@@ -230,6 +230,10 @@ export function liveChatTests(h: Harness): void {
       const next = await runJson(h, channel.key, { payload: "hello", conversation_id: id, stream: false });
       expect(next.output.messages).toEqual([{ role: "assistant", content: "Connecting you to an agent" }]);
       expect(next.output.metadata.livechat_mode).toBe("livechat_waiting");
+      // The flow handed over again: a new wait, which an agent can take.
+      const accepted = await agent(h, channel, token, id, "accept");
+      expect(accepted.conversation).toMatchObject({ conversation_id: id, mode: "livechat_active" });
+      expect((await readHistory(h, channel.key, id)).mode).toBe("livechat_active");
     });
 
     it("the webhook channel's newMessage and the widget's chat hand the user's message to the human too", async () => {

@@ -875,6 +875,16 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "bot", modeSince: at(5), livechatConversationId: "lc-1" });
       });
 
+      it("a run's handover enters the waiting mode anew, even from a wait that expired (still stored as waiting)", async () => {
+        const c = await handedOver();
+        const again = c.run("hello again");
+        const ticket = await ticketOf(storage, again.begin(6, { isNew: false }));
+        await storage.completeRun(
+          again.complete({ ticket: ticket.ticket, messages: ["Connecting you"], status: "pending", seconds: 7, mode: handover("livechat_waiting", at(1), 7) }),
+        );
+        expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(7), livechatConversationId: "lc-7" });
+      });
+
       it("updateLiveChat appends in turn order and moves the mode, only from the mode read", async () => {
         const c = await handedOver();
         const change = { from: "livechat_waiting", since: at(1), to: "livechat_active", at: at(2), livechatConversationId: "desk-9" } as const;

@@ -290,13 +290,16 @@ export function memoryStorage(): Storage {
     if (next !== from && row) put(conversations, conversationId, { ...row, serving: next, leaseUntil: claimUntil });
   }
 
-  /** The row after a mode change (see {@link ModeChange}), or the row unchanged when the mode moved since it was read. */
-  function changeMode(row: ConversationRow, change: ModeChange): ConversationRow {
+  /**
+   * The row after a mode change (see {@link ModeChange}), entered at `since`, or the row
+   * unchanged when the mode moved since it was read.
+   */
+  function changeMode(row: ConversationRow, change: ModeChange, since: string): ConversationRow {
     if (row.mode !== change.from || row.modeSince !== change.since) return row;
     return {
       ...row,
       mode: change.to,
-      modeSince: change.to === change.from ? row.modeSince : change.at,
+      modeSince: since,
       livechatConversationId: change.livechatConversationId ?? row.livechatConversationId,
       updatedAt: change.at,
     };
@@ -460,7 +463,7 @@ export function memoryStorage(): Storage {
         const before = conversations.get(conversation.id);
         if (!before) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
         // The mode first, as the SQL stores do: only by the run holding the turn, only from the mode it read.
-        const row = mode && before.serving === ticket ? changeMode(before, mode) : before;
+        const row = mode && before.serving === ticket ? changeMode(before, mode, mode.at) : before;
         if (input.claimed && input.liveChatUserTurn !== undefined) relabelUserMessage(conversation.id, input.liveChatUserTurn);
         const count = input.messages.length;
         const served = row.serving === ticket;
@@ -507,7 +510,8 @@ export function memoryStorage(): Storage {
       return transaction(() => {
         const row = conversations.get(input.conversationId);
         if (!row) return null;
-        const changed = changeMode(row, input.change);
+        const { change } = input;
+        const changed = changeMode(row, change, change.to === change.from ? change.since : change.at);
         if (changed === row) return null;
         const count = input.messages.length;
         const updated: ConversationRow = { ...changed, nextTurn: row.nextTurn + count };

@@ -236,6 +236,8 @@ export interface CompleteRunInput {
   /**
    * A change of the conversation's mode (a handover, or the bot taking back an ended live
    * chat), applied only if the mode is still the one the run read; `undefined` keeps it.
+   * The mode is entered at `at` even when it is the one read: a handover after a wait that
+   * expired (still stored as waiting) starts a new wait.
    */
   mode?: ModeChange;
   /**
