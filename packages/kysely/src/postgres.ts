@@ -5,6 +5,7 @@ import type { Database } from "./schema.js";
 import { pgDriver } from "./drivers.js";
 import { type Executor, runBody } from "./executor.js";
 import { FEED_CHANNEL, postgresFeed } from "./postgres-feed.js";
+import { storedParameter, textTypes } from "./postgres-text.js";
 import { postgresRateLimits } from "./rate-limits.js";
 import { KyselyStorage } from "./storage.js";
 
@@ -170,6 +171,8 @@ const listening = new WeakSet<pg.PoolClient>();
  *   instead of being handed to the next request.
  */
 function guarded(pool: pg.Pool): GuardedPool {
+  // Every statement's text is read back as it was stored (see postgres-text.ts).
+  const types = textTypes(pgDriver());
   return {
     async connect() {
       const client = await pool.connect();
@@ -177,7 +180,7 @@ function guarded(pool: pg.Pool): GuardedPool {
         listening.add(client);
         client.on("error", () => undefined);
       }
-      return new GuardedClient(client);
+      return new GuardedClient(client, types);
     },
     end: () => pool.end(),
   };
@@ -192,10 +195,12 @@ interface GuardedPool {
 /** One checkout of a pool client; see {@link guarded}. */
 class GuardedClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
+  readonly #types: pg.CustomTypesConfig;
   #broken: Error | undefined;
 
-  constructor(client: pg.PoolClient) {
+  constructor(client: pg.PoolClient, types: pg.CustomTypesConfig) {
     this.#client = client;
+    this.#types = types;
   }
 
   query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
@@ -209,8 +214,9 @@ class GuardedClient implements PostgresPoolClient {
   async #run<R>(sql: string, parameters: ReadonlyArray<unknown>, name?: string): Promise<PostgresQueryResult<R>> {
     if (this.#broken) throw new Error("channelkit: the database connection failed and is being discarded", { cause: this.#broken });
     try {
-      const values = [...parameters];
-      const result = name === undefined ? await this.#client.query(sql, values) : await this.#client.query({ name, text: sql, values });
+      const values = parameters.map(storedParameter);
+      const types = this.#types;
+      const result = await this.#client.query(name === undefined ? { text: sql, values, types } : { name, text: sql, values, types });
       return result as unknown as PostgresQueryResult<R>;
     } catch (error) {
       // Only an error the server reported proves that the connection is still in step. A

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { execute, expectError, ISO_TIMESTAMP, runJson, UUID, storedRun } from "./client.js";
+import { execute, expectError, ISO_TIMESTAMP, readHistory, runJson, UUID, storedRun } from "./client.js";
 import type { Harness } from "./harness.js";
 
 /** The JSON answer of execute, and when execute answers JSON rather than a stream. */
@@ -81,6 +81,16 @@ export function executeJsonTests(h: Harness): void {
         error: null,
         executionOrder: ["echo"],
       });
+    });
+
+    it("a payload with control characters, U+0000 included, runs and is stored as sent, on every store", async () => {
+      const channel = await h.channel({ flow: "echo" });
+      const payload = "a\u0000b\u0001c";
+      const run = await runJson(h, channel.key, { payload });
+      expect(run.status).toBe("success");
+      expect(run.output.messages).toEqual([{ role: "assistant", content: `Echo: ${payload}` }]);
+      const { messages } = await readHistory(h, channel.key, run.conversation_id);
+      expect(messages.map((m) => m.content)).toEqual([payload, `Echo: ${payload}`]);
     });
 
     it("503 flow_unavailable in the envelope, naming the flow, when the channel's flow is not registered by the service", async () => {

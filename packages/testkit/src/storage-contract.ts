@@ -802,6 +802,20 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect((await storage.listRecentMessages(c.id, 10)).slice(1)).toEqual(expected);
       });
 
+      it("keeps any text as given, U+0000 and U+0001 included (PostgreSQL's text cannot hold U+0000)", async () => {
+        const odd = "a\u0000b\u0001c\u0001\u0000d\u00010\u00011 \u0000";
+        const c = await conversation();
+        const run = c.run(odd);
+        await ticketOf(storage, run.begin(0));
+        const input = run.complete({ ticket: 0, messages: [`Echo: ${odd}`], seconds: 1, status: "error" });
+        input.run.error = odd;
+        await storage.completeRun(input);
+        expect((await storage.listRecentMessages(c.id, 10)).map((m) => m.content)).toEqual([odd, `Echo: ${odd}`]);
+        expect((await storage.findRun(run.id))?.error).toBe(odd);
+        const { channel } = await seed({ name: odd });
+        expect((await storage.findChannel(channel.id))?.name).toBe(odd);
+      });
+
       it("is one transaction: a failing run insert allocates no turns, stores no message and keeps the queue", async () => {
         // A run already stored, on another conversation.
         const done = (await conversation()).run("done");
