@@ -54,6 +54,10 @@ export function conversationTests(h: Harness): void {
     it("404 conversation_not_found for an unknown conversation_id (it is not a client-chosen tag)", async () => {
       const channel = await h.channel({ flow: "echo" });
       await expectError(await execute(h, channel.key, { payload: "hi", conversation_id: crypto.randomUUID() }), 404, "conversation_not_found");
+      // A UUID in its text form, whatever its version and variant bits say.
+      for (const id of ["11111111-1111-1111-1111-111111111111", "12345678-1234-1234-1234-123456789ABC", "3f2504e0-4f89-01d3-ca0c-0305e82c3301"]) {
+        await expectError(await execute(h, channel.key, { payload: "hi", conversation_id: id }), 404, "conversation_not_found");
+      }
     });
 
     it("403 conversation_forbidden for a conversation of another channel of the same tenant", async () => {

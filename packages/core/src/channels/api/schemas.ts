@@ -16,11 +16,18 @@ export const metadataSchema = z
   .meta({ description: `Free contextual data for the flow: an object of at most ${MAX_METADATA_LENGTH} characters of JSON.` })
   .optional();
 
+/**
+ * A request's `conversation_id`: a UUID in its text form (8-4-4-4-12 hex digits, any case),
+ * of any version or variant. One the storage does not know is then 404
+ * `conversation_not_found`, as an unknown id in history's path is.
+ */
+export const conversationIdSchema = z.guid({ error: "conversation_id must be a UUID" });
+
 /** The execute request body. Unknown fields are ignored. */
 export const executeRequestSchema = z.object({
   payload: userText("payload"),
   metadata: metadataSchema,
-  conversation_id: z.uuid({ error: "conversation_id must be a UUID" }).optional(),
+  conversation_id: conversationIdSchema.optional(),
   stream: z.boolean({ error: "stream must be a boolean" }).optional(),
 });
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { metadataSchema } from "../api/schemas.js";
+import { conversationIdSchema, metadataSchema } from "../api/schemas.js";
 import { userText } from "../user-text.js";
 import { widgetFeaturesSchema, widgetStringsSchema, widgetThemeSchema } from "./settings.js";
 
@@ -38,7 +38,7 @@ export const aiChatPayloadSchema = userText("the last user message's text");
 /** The execute-like body: `{ payload, conversation_id?, metadata? }`. Unknown fields are ignored. */
 export const widgetChatRequestSchema = z.object({
   payload: userText("payload"),
-  conversation_id: z.uuid({ error: "conversation_id must be a UUID" }).optional(),
+  conversation_id: conversationIdSchema.optional(),
   metadata,
 });
 
