@@ -308,7 +308,11 @@ export function widgetTests(h: Harness): void {
         }
         await expectError(await postChat(h, { key: channel.key, contentType: "text/plain" }, "hi"), 415, "unsupported_media_type");
         await expectError(await postChat(h, { key: channel.key }, { payload: "hi", conversation_id: crypto.randomUUID() }), 404, "conversation_not_found");
-        await expectError(await postChat(h, { key: channel.key }, { payload: "hi", conversation_id: "11111111-1111-1111-1111-111111111111" }), 404, "conversation_not_found");
+        await expectError(
+          await postChat(h, { key: channel.key }, { payload: "hi", conversation_id: "11111111-1111-1111-1111-111111111111" }),
+          404,
+          "conversation_not_found",
+        );
         const sibling = await widgetChannel(h, { tenantId: channel.tenantId });
         const theirs = await streamed(await postChat(h, { key: sibling.key }, { payload: "mine" }));
         await expectError(
