@@ -98,6 +98,17 @@ describe("channelkit migrate and tenant create", () => {
     }
   });
 
+  it("takes --db before the command too, in both spellings", async () => {
+    const db = tempDb();
+    const created = await cli(["--db", db, "tenant", "create", "--name", "Before"]);
+    expect(created.code).toBe(0);
+    const id = created.json().tenant.id;
+    const listed = await cli([`--db=${db}`, "tenant", "list"]);
+    expect(listed.code).toBe(0);
+    expect(listed.json().tenants.map((t: { id: string }) => t.id)).toEqual([id]);
+    expect((await cli(["--db", db])).code).toBe(2);
+  });
+
   it("uses CHANNELKIT_DB when --db is not given", async () => {
     const db = tempDb();
     const id = (await cli(["tenant", "create", "--name", "Env"], { CHANNELKIT_DB: db })).json().tenant.id;

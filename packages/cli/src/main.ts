@@ -37,7 +37,8 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
  * `{"error":{"code","message"}}` on one line of stderr (followed by the usage for a bad
  * command line).
  */
-export async function main(argv: string[], io: Io): Promise<number> {
+export async function main(args: string[], io: Io): Promise<number> {
+  const argv = commandFirst(args);
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
     (argv.length === 0 ? io.err : io.out)(USAGE);
     return argv.length === 0 ? 2 : 0;
@@ -52,4 +53,26 @@ export async function main(argv: string[], io: Io): Promise<number> {
   } catch (error) {
     return reportError(io.err, error);
   }
+}
+
+/** The options every command takes, which may also come before the command's name. */
+const GLOBAL_OPTIONS = new Set(["--db", "--config"]);
+
+/**
+ * The arguments with the options every command takes (`--db`, `--config`) moved from before
+ * the command's name to after it: `channelkit --db x.db tenant list` is
+ * `channelkit tenant list --db x.db`.
+ */
+function commandFirst(args: string[]): string[] {
+  const leading: string[] = [];
+  let i = 0;
+  while (i < args.length) {
+    const arg = args[i] as string;
+    const name = arg.split("=", 1)[0] as string;
+    if (!GLOBAL_OPTIONS.has(name)) break;
+    const takesNext = !arg.includes("=") && i + 1 < args.length;
+    leading.push(...args.slice(i, takesNext ? i + 2 : i + 1));
+    i += takesNext ? 2 : 1;
+  }
+  return leading.length === 0 ? args : [...args.slice(i), ...leading];
 }
