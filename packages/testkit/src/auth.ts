@@ -22,6 +22,14 @@ export function authTests(h: Harness): void {
       await expectError(await execute(h, "not-a-key", HELLO), 401, "invalid_api_key");
     });
 
+    it("401 invalid_api_key for a Bearer token with something after the key: it is a key, not the channel's", async () => {
+      const channel = await h.channel({ flow: "echo" });
+      await expectError(await execute(h, null, HELLO, { authorization: `Bearer ${channel.key} extra` }), 401, "invalid_api_key");
+      await expectError(await execute(h, null, HELLO, { authorization: `Bearer ${channel.key},${channel.key}` }), 401, "invalid_api_key");
+      // Spaces around the key are not part of it.
+      expect((await execute(h, null, HELLO, { authorization: `bearer   ${channel.key}  ` })).status).toBe(200);
+    });
+
     it("401 invalid_api_key for a well-formed key that no channel has, of every prefix", async () => {
       for (const prefix of ["svc_live_", "svc_test_", "svc_pub_"] as const) {
         await expectError(await execute(h, unknownKey(prefix), HELLO), 401, "invalid_api_key");

@@ -9,12 +9,17 @@ interface WithHeaders {
   headers: Pick<IncomingRequest["headers"], "get">;
 }
 
-/** The bearer token of a request, or null when there is no `Authorization: Bearer` header. */
+/**
+ * The bearer token of a request: what follows `Bearer ` (any case), trimmed. Null when there
+ * is no `Authorization` header, another scheme, or nothing after it (`missing_api_key`); a
+ * token with spaces in it is returned as it is, to be refused as no key (`invalid_api_key`).
+ */
 export function bearerToken(request: WithHeaders): string | null {
   const header = request.headers.get("authorization");
   if (header === null) return null;
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-  return match ? (match[1] as string) : null;
+  const match = /^Bearer[ ]+(.*)$/is.exec(header);
+  const token = match ? (match[1] as string).trim() : "";
+  return token === "" ? null : token;
 }
 
 /**
