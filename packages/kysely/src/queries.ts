@@ -196,8 +196,12 @@ export function requestPathQueries(db: Kysely<Database>) {
         .returning(CONVERSATION_COLUMNS),
     ),
     // The user's message of a run that found a human with the conversation: theirs, not the flow's.
-    toLiveChatUser: new PreparedQuery(2, ($) =>
-      db.updateTable("messages").set({ origin: "livechat", sender: "user" }).where("conversation_id", "=", $(0)).where("turn_index", "=", $(1)),
+    toLiveChatUser: new PreparedQuery(3, ($) =>
+      db
+        .updateTable("messages")
+        .set({ origin: "livechat", sender: "user", livechat_message_id: $(2) })
+        .where("conversation_id", "=", $(0))
+        .where("turn_index", "=", $(1)),
     ),
     messagesAfter: new PreparedQuery(3, ($) =>
       db

@@ -512,7 +512,7 @@ function* completeInTransaction(
   if (mode) {
     yield* rowsOf(queries.runModeChange.bind([mode.to, mode.at, mode.livechatConversationId ?? null, mode.at, conversation.id, ticket, mode.from, mode.since]));
   }
-  if (liveChatUserTurn !== undefined) yield* rowsOf(queries.toLiveChatUser.bind([conversation.id, liveChatUserTurn]));
+  if (liveChatUserTurn !== undefined) yield* rowsOf(queries.toLiveChatUser.bind([conversation.id, liveChatUserTurn, input.liveChatUserMessageId ?? null]));
   // Moving the counters takes the write lock (SQLite) or the row lock (Postgres) at once
   // when nothing above did, so this run's turn indexes are a range nobody else can take.
   const [row] = yield* rowsOf(

@@ -131,12 +131,14 @@ export function liveChatTests(h: Harness): void {
         [0, "agent", "user", null, true],
         [1, "agent", "assistant", null, true],
         [2, "livechat", "assistant", "agent", false],
-        [3, "livechat", "user", "user", true],
+        // The user's message to the human side has an id too: every message of a live chat has one.
+        [3, "livechat", "user", "user", false],
         [4, "livechat", "system", "system", false],
         [5, "agent", "user", null, true],
         [6, "agent", "assistant", null, true],
       ]);
       expect(after.messages[4]?.livechat_message_id).toBe("desk-42");
+      expect(after.messages[3]?.livechat_message_id).toMatch(UUID);
     });
 
     it("the user's subscription sees the mode, the agent's messages and each change of mode live", async () => {

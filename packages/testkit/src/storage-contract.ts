@@ -931,9 +931,18 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const run = c.run("are you there?");
         const ticket = await ticketOf(storage, run.begin(2, { isNew: false }));
         const turn = ticket.claimed?.userMessage.turnIndex as number;
-        await storage.completeRun(run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 2, liveChatUserTurn: turn }));
+        const input = run.complete({ ticket: ticket.ticket, messages: [], status: "pending", seconds: 2, liveChatUserTurn: turn });
+        input.liveChatUserMessageId = "lc-message-1";
+        await storage.completeRun(input);
         const [message] = await storage.listMessagesAfter(c.id, turn - 1, 10);
-        expect(message).toMatchObject({ turnIndex: turn, origin: "livechat", sender: "user", role: "user", content: "are you there?" });
+        expect(message).toMatchObject({
+          turnIndex: turn,
+          origin: "livechat",
+          sender: "user",
+          role: "user",
+          content: "are you there?",
+          livechatMessageId: "lc-message-1",
+        });
         expect(await storage.findConversation(c.id)).toMatchObject({ mode: "livechat_waiting", modeSince: at(1) });
       });
 

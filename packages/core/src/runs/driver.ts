@@ -423,6 +423,8 @@ async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcr
   });
   outcome.status = "pending";
   outcome.livechatMode = mode;
+  // Every message of a live chat has its id, as the human side's do when their provider gives none.
+  const livechatMessageId = crypto.randomUUID();
   await complete(
     input,
     {
@@ -432,12 +434,13 @@ async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcr
       claimed: true,
       messages: [],
       liveChatUserTurn: turn.userMessage.turnIndex,
+      liveChatUserMessageId: livechatMessageId,
       claimUntil: isoTimestamp(completedMs + input.lifecycle.leaseMs),
     },
     outcome,
   );
   input.lifecycle.turnPassed(input.conversation.id);
-  input.livechat.afterRun(input.channel, input.conversation.id, undefined, { ...turn.userMessage, origin: "livechat", sender: "user" });
+  input.livechat.afterRun(input.channel, input.conversation.id, undefined, { ...turn.userMessage, origin: "livechat", sender: "user", livechatMessageId });
   return outcome;
 }
 

@@ -306,10 +306,10 @@ export function memoryStorage(): Storage {
   }
 
   /** A run's user message, stored when a human had the conversation: a message for the human side. */
-  function relabelUserMessage(conversationId: string, turn: number): void {
+  function relabelUserMessage(conversationId: string, turn: number, livechatMessageId: string | undefined): void {
     const stored = messages.get(conversationId);
     const message = stored?.get(turn);
-    if (stored && message) put(stored, turn, { ...message, origin: "livechat", sender: "user" });
+    if (stored && message) put(stored, turn, { ...message, origin: "livechat", sender: "user", livechatMessageId: livechatMessageId ?? null });
   }
 
   /** Takes a run's ticket in its conversation (creating it when new), claiming the turn when it is the run's. */
@@ -464,7 +464,7 @@ export function memoryStorage(): Storage {
         if (!before) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
         // The mode first, as the SQL stores do: only by the run holding the turn, only from the mode it read.
         const row = mode && before.serving === ticket ? changeMode(before, mode, mode.at) : before;
-        if (input.claimed && input.liveChatUserTurn !== undefined) relabelUserMessage(conversation.id, input.liveChatUserTurn);
+        if (input.claimed && input.liveChatUserTurn !== undefined) relabelUserMessage(conversation.id, input.liveChatUserTurn, input.liveChatUserMessageId);
         const count = input.messages.length;
         const served = row.serving === ticket;
         const updated: ConversationRow = {

@@ -245,6 +245,11 @@ export interface CompleteRunInput {
    * stored as a live-chat message (`origin: "livechat"`, `sender: "user"`), with the run.
    */
   liveChatUserTurn?: number;
+  /**
+   * The `livechat_message_id` that user message takes with {@link liveChatUserTurn} (the
+   * messages of a live chat each have one); null when absent.
+   */
+  liveChatUserMessageId?: string;
   /** ISO 8601 time until which the next ticket may claim its turn before it is taken over. */
   claimUntil: string;
   /** A recorded stream's last events (SSE frames), written with the outcome: the stream ends with its run. */
