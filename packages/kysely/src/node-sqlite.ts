@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import type { KyselyStorage } from "./storage.js";
 import { type SyncSqliteDriver, type SyncSqliteOptions, syncSqliteStorage } from "./sync-sqlite.js";
+import { readRow, storedParameter } from "./text-codec.js";
 
 /** The part of a `node:sqlite` `DatabaseSync` the storage uses. */
 export interface NodeSqliteDatabase {
@@ -46,9 +47,18 @@ function openNodeDatabase(path: string): NodeSqliteDatabase {
 }
 
 function nodeDriver(database: NodeSqliteDatabase): SyncSqliteDriver {
+  // Where text with U+0000 could not be read back, text is escaped as on PostgreSQL (text-codec.ts).
+  const escapes = !readsWholeText(database);
   return {
     prepare(sql) {
       const statement = database.prepare(sql);
+      if (escapes) {
+        return {
+          reader: statement.columns().length > 0,
+          all: (parameters) => (statement.all(...parameters.map(storedParameter)) as Record<string, unknown>[]).map(readRow),
+          run: (parameters) => statement.run(...parameters.map(storedParameter)),
+        };
+      }
       return {
         reader: statement.columns().length > 0,
         all: (parameters) => statement.all(...parameters) as Record<string, unknown>[],
@@ -60,3 +70,14 @@ function nodeDriver(database: NodeSqliteDatabase): SyncSqliteDriver {
     close: () => database.close(),
   };
 }
+
+/**
+ * Whether the module reads a text value past a U+0000 in it: Deno's `node:sqlite` (2.x)
+ * stores the whole text but answers it only up to the first U+0000; Node's and Bun's answer
+ * it whole.
+ */
+function readsWholeText(database: NodeSqliteDatabase): boolean {
+  const [row] = database.prepare("SELECT char(97, 0, 98) AS text").all() as { text: string }[];
+  return row?.text.length === 3;
+}
+

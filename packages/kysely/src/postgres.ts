@@ -5,7 +5,7 @@ import type { Database } from "./schema.js";
 import { pgDriver } from "./drivers.js";
 import { type Executor, runBody } from "./executor.js";
 import { FEED_CHANNEL, postgresFeed } from "./postgres-feed.js";
-import { storedParameter, textTypes } from "./postgres-text.js";
+import { storedParameter, textTypes } from "./text-codec.js";
 import { postgresRateLimits } from "./rate-limits.js";
 import { KyselyStorage } from "./storage.js";
 
@@ -171,7 +171,7 @@ const listening = new WeakSet<pg.PoolClient>();
  *   instead of being handed to the next request.
  */
 function guarded(pool: pg.Pool): GuardedPool {
-  // Every statement's text is read back as it was stored (see postgres-text.ts).
+  // Every statement's text is read back as it was stored (see text-codec.ts).
   const types = textTypes(pgDriver());
   return {
     async connect() {

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { readText, storedParameter, textTypes } from "./postgres-text.js";
+import { readRow, readText, storedParameter, textTypes } from "./text-codec.js";
 
-describe("text as PostgreSQL stores it", () => {
+describe("text as PostgreSQL and Deno's node:sqlite store it", () => {
   it("round-trips any string, and stores none with U+0000", () => {
     fc.assert(
       fc.property(fc.string({ unit: fc.constantFrom("\u0000", "\u0001", "0", "1", "a", "é", "😀") }), fc.string({ unit: "binary" }), (odd, any) => {
@@ -22,6 +22,11 @@ describe("text as PostgreSQL stores it", () => {
     expect(readText(text)).toBe(text);
     const values = [null, 1, true, new Uint8Array([0, 1]), ["a\u0000"]];
     for (const value of values) expect(storedParameter(value)).toBe(value);
+  });
+
+  it("reads back every text value of a row, and nothing else", () => {
+    const bytes = new Uint8Array([1, 48]);
+    expect(readRow({ a: "x\u00010", b: 7, c: null, d: bytes, e: "plain" })).toEqual({ a: "x\u0000", b: 7, c: null, d: bytes, e: "plain" });
   });
 
   it("parses text and varchar with readText, other types as pg does", () => {

@@ -1,12 +1,13 @@
 import type pg from "pg";
 
 /**
- * PostgreSQL's `text` cannot hold U+0000 (`invalid byte sequence for encoding "UTF8": 0x00`),
- * where SQLite and JavaScript strings can: a user's message, a flow's reply or an error may
- * carry one. Every string parameter is stored escaped and every text value read back is
- * unescaped, so that any text round-trips on every store. The escape is U+0001, itself
- * escaped: U+0000 is stored as U+0001 "0", U+0001 as U+0001 "1". Text without either (all of
- * it, in practice) is stored and read as it is.
+ * Text that some drivers cannot keep whole: PostgreSQL's `text` cannot hold U+0000 (`invalid
+ * byte sequence for encoding "UTF8": 0x00`), and Deno's `node:sqlite` stores it but reads a
+ * value back only up to it. SQLite and JavaScript strings hold it, and a user's message, a
+ * flow's reply or an error may carry one. With these drivers every string parameter is stored
+ * escaped and every text value read back is unescaped, so that any text round-trips on every
+ * store. The escape is U+0001, itself escaped: U+0000 is stored as U+0001 "0", U+0001 as
+ * U+0001 "1". Text without either (all of it, in practice) is stored and read as it is.
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the two characters are what is escaped.
 const ESCAPED = /[\u0000\u0001]/g;
@@ -22,6 +23,15 @@ export function storedParameter(value: unknown): unknown {
 /** A text value as read back (see {@link storedParameter}). */
 export function readText(value: string): string {
   return value.indexOf("\u0001") < 0 ? value : value.replace(STORED, (_, code: string) => (code === "0" ? "\u0000" : "\u0001"));
+}
+
+/** A row as read back: each of its text values through {@link readText}. */
+export function readRow(row: Record<string, unknown>): Record<string, unknown> {
+  for (const key in row) {
+    const value = row[key];
+    if (typeof value === "string") row[key] = readText(value);
+  }
+  return row;
 }
 
 /** PostgreSQL's type OIDs of `text` and `varchar`. */
