@@ -80,4 +80,3 @@ function readsWholeText(database: NodeSqliteDatabase): boolean {
   const [row] = database.prepare("SELECT char(97, 0, 98) AS text").all() as { text: string }[];
   return row?.text.length === 3;
 }
-
