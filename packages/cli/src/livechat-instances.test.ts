@@ -122,6 +122,31 @@ function liveChatAcrossInstances(open: () => Promise<{ db: string; drop(): Promi
     expect(statuses.sort()).toEqual([200, 409]);
   });
 
+  it("a wait that expired on A's clock is handed over again through B, and A's agent can accept the new wait", async () => {
+    const created = await cli<{ channel: { id: string }; api_key: string }>("channel", "create", "--tenant", tenantId, "--flow", "handover");
+    await cli("channel", "update", created.channel.id, "--livechat", '{"wait_timeout_seconds":1}');
+    const run = (server: ServeProcess, body: Record<string, unknown>) =>
+      fetch(`${server.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${created.api_key}`, "content-type": "application/json" },
+        body: JSON.stringify({ stream: false, ...body }),
+      }).then((response) => response.json() as Promise<any>);
+    const mode = async (server: ServeProcess, id: string) =>
+      (
+        (await (
+          await fetch(`${server.url}/public/v1/api/conversations/${id}/messages`, { headers: { authorization: `Bearer ${created.api_key}` } })
+        ).json()) as { mode: string }
+      ).mode;
+    const id = (await run(a, { payload: "help" })).conversation_id as string;
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(await mode(a, id)).toBe("livechat_expired");
+    const again = await run(b, { payload: "still there?", conversation_id: id });
+    expect(again.output.metadata.livechat_mode).toBe("livechat_waiting");
+    expect(await mode(a, id)).toBe("livechat_waiting");
+    expect((await inbox(a, `/conversations/${id}/accept`)).status).toBe(200);
+    expect(await mode(b, id)).toBe("livechat_active");
+  });
+
   it("agent messages through B racing user messages through A keep contiguous turn indexes, nothing lost", async () => {
     const id = (await execute(a, { payload: "help" })).conversation_id as string;
     expect((await inbox(b, `/conversations/${id}/accept`)).status).toBe(200);
