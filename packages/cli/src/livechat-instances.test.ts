@@ -124,7 +124,7 @@ function liveChatAcrossInstances(open: () => Promise<{ db: string; drop(): Promi
 
   it("a wait that expired on A's clock is handed over again through B, and A's agent can accept the new wait", async () => {
     const created = await cli<{ channel: { id: string }; api_key: string }>("channel", "create", "--tenant", tenantId, "--flow", "handover");
-    await cli("channel", "update", created.channel.id, "--livechat", '{"wait_timeout_seconds":1}');
+    await cli("channel", "update", created.channel.id, "--livechat", '{"wait_timeout_seconds":2}');
     const run = (server: ServeProcess, body: Record<string, unknown>) =>
       fetch(`${server.url}/public/v1/api/execute`, {
         method: "POST",
@@ -138,7 +138,8 @@ function liveChatAcrossInstances(open: () => Promise<{ db: string; drop(): Promi
         ).json()) as { mode: string }
       ).mode;
     const id = (await run(a, { payload: "help" })).conversation_id as string;
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // Two seconds, not one: the new wait must outlast the accept below on a loaded machine.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
     expect(await mode(a, id)).toBe("livechat_expired");
     const again = await run(b, { payload: "still there?", conversation_id: id });
     expect(again.output.metadata.livechat_mode).toBe("livechat_waiting");
