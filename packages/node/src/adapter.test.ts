@@ -345,6 +345,30 @@ describe("toNodeHandler: disconnects and back-pressure", () => {
     await within(closed[0] as Promise<void>, "the exchange did not close");
   });
 
+  it("cancels the response stream of a client that went away before the handler answered with it", async () => {
+    const cancelled = deferred<unknown>();
+    const { port, closed } = await start(async (request) => {
+      // The answer is a stream made once the client is gone: nothing will ever read it.
+      await new Promise<void>((resolve) => request.signal.addEventListener("abort", () => resolve(), { once: true }));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode("data: one\n\n"));
+        },
+        pull: () => new Promise<void>(() => undefined),
+        cancel: (reason) => cancelled.resolve(reason),
+      });
+      return new Response(body, { headers: { "content-type": "text/event-stream" } });
+    });
+    const { client, response } = send(port, { method: "POST", chunks: [Buffer.from("{}")] });
+    response.catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    client.destroy();
+    await within(closed[0] as Promise<void>, "the exchange did not close");
+    // Else the stream's producer (a run) would wait for a reader forever, holding its conversation's turn.
+    await within(cancelled.promise, "the response stream was not cancelled");
+  });
+
   it("does not abort request.signal after a complete exchange", async () => {
     let signal: AbortSignal | null = null;
     const { port, closed } = await start(async (request) => {

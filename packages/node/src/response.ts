@@ -73,7 +73,13 @@ async function writeStream(res: ServerResponse, stream: ReplyStream): Promise<vo
     for (;;) {
       const chunk = await next;
       if (chunk === null) break;
-      if (res.destroyed) return;
+      if (res.destroyed) {
+        // A client gone before this point was not heard by the `close` listener (it left
+        // before the head was written): the stream is told here, or its run would wait for
+        // a reader forever and hold its conversation's turn (docs/reliability.md).
+        cancel();
+        return;
+      }
       if (first) {
         first = false;
         res.write(chunk);

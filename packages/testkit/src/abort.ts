@@ -72,6 +72,31 @@ export function abortTests(h: Harness): void {
       }
     });
 
+    it("a run whose client goes away while it waits its turn is stored cancelled in its turn, after the answer of the run before it", async () => {
+      const channel = await h.channel({ flow: "slow" });
+      const response = await execute(h, channel.key, { payload: "first", stream: true });
+      const events = sseEvents(response);
+      const opening = (await events.next()).value as { type: string; data: { conversation_id: string; run_id: string } };
+      expect(opening.type).toBe("data-run");
+      const conversationId = opening.data.conversation_id;
+      // Queued behind the first run (5 s of words), its client leaves after data-run.
+      const queued = await interrupt(h, channel.key, 0, conversationId);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const meanwhile = await readHistory(h, channel.key, conversationId);
+      expect(meanwhile.messages.map((message) => message.content)).toEqual(["first"]);
+
+      let reply = "";
+      for await (const event of events) if (event.type === "text-delta") reply += event.delta;
+      expect(reply).toBe(FIFTY_WORDS);
+      expect(await storedRun(h.target.storage, queued.runId)).toMatchObject({ status: "cancelled", executionOrder: [] });
+      const { messages } = await readHistory(h, channel.key, conversationId);
+      expect(messages.map((message) => [message.turn_index, message.role, message.content, message.run_id])).toEqual([
+        [0, "user", "first", opening.data.run_id],
+        [1, "assistant", FIFTY_WORDS, opening.data.run_id],
+        [2, "user", "go", queued.runId],
+      ]);
+    });
+
     it("a client that goes away before its JSON answer cancels the run, which is stored with what it produced", async () => {
       const channel = await h.channel({ flow: "slow" });
       const { conversationId, runId } = await interrupt(h, channel.key, 0);

@@ -635,7 +635,7 @@ describe("driveRun: taking turns", () => {
     expect(Date.parse(two.stored?.startedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(one.stored?.completedAt ?? ""));
   });
 
-  it("stores a run aborted while it waits as cancelled with its user message, and passes its turn on", async () => {
+  it("stores a run aborted while it waits as cancelled in its turn, after the run before it, without running its flow", async () => {
     gates = new Map();
     const first = await begin(gated, { payload: "holder" });
     const open = await atGate("holder");
@@ -646,17 +646,21 @@ describe("driveRun: taking turns", () => {
     expect([gone.ticket.ticket, third.ticket.ticket]).toEqual([1, 2]);
     await sleep(10);
     controller.abort();
-    const cancelled = await gone.finished;
-    expect(cancelled.outcome.status).toBe("cancelled");
-    expect(cancelled.parts).toEqual([]);
-    expect(cancelled.stored).toMatchObject({ status: "cancelled", error: null, executionOrder: [], durationMs: 0 });
-    expect(cancelled.messages.map((m) => [m.turnIndex, m.content])).toEqual([
-      [0, "holder"],
-      [1, "gone"],
-    ]);
+    let goneStored = false;
+    void gone.finished.then(() => {
+      goneStored = true;
+    });
+    await sleep(50);
+    // Its turn has not come: nothing of it is stored yet, and the holder's answer will come first.
+    expect(goneStored).toBe(false);
+    expect((await storage.listRecentMessages(first.conversationId, 10)).map((m) => m.content)).toEqual(["holder"]);
 
     open();
     await first.finished;
+    const cancelled = await gone.finished;
+    expect(cancelled.outcome.status).toBe("cancelled");
+    expect(cancelled.parts).toEqual([]);
+    expect(cancelled.stored).toMatchObject({ status: "cancelled", error: null, executionOrder: [] });
     const last = await third.finished;
     expect(last.outcome.status).toBe("success");
     // The cancelled run's flow never ran, and its state was never stored.
@@ -664,11 +668,37 @@ describe("driveRun: taking turns", () => {
     expect(seen[0]?.state).toEqual({ count: 1 });
     expect(last.messages.map((m) => [m.turnIndex, m.content])).toEqual([
       [0, "holder"],
-      [1, "gone"],
-      [2, "passed holder"],
+      [1, "passed holder"],
+      [2, "gone"],
       [3, "third"],
       [4, "count 2"],
     ]);
+  });
+
+  it("while its service closes, a run aborted while it waits gives its turn up at once, its user message stored", async () => {
+    gates = new Map();
+    const closing = new RunLifecycle({ logger: silent, leaseMs: LEASE_MS });
+    // The turn is held by a run of another instance, which this one's closing does not stop.
+    const first = await begin(gated, { payload: "elsewhere" });
+    const open = await atGate("elsewhere");
+    const controller = new AbortController();
+    const waiting = await begin(counter, { conversationId: first.conversationId, payload: "here", lifecycle: closing, signal: controller.signal });
+    expect(waiting.ticket.claimed).toBeNull();
+    controller.abort();
+    await sleep(30);
+    expect((await storage.listRecentMessages(first.conversationId, 10)).map((m) => m.content)).toEqual(["elsewhere"]);
+    const started = Date.now();
+    await closing.close();
+    const cancelled = await waiting.finished;
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(cancelled.outcome.status).toBe("cancelled");
+    expect(cancelled.messages.map((m) => [m.turnIndex, m.content])).toEqual([
+      [0, "elsewhere"],
+      [1, "here"],
+    ]);
+    open();
+    const holder = await first.finished;
+    expect(holder.messages.map((m) => m.content)).toEqual(["elsewhere", "here", "passed elsewhere"]);
   });
 
   it("takes over the turn of a run whose instance stopped once its lease lapses", async () => {

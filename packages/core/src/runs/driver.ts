@@ -28,7 +28,10 @@ import { agentMessage, type RunEnd, type TextPart, Transcript } from "./transcri
 
 export type { TextPart } from "./transcript.js";
 
-/** A run pulled one step at a time: its live text parts, then its outcome. */
+/**
+ * A run pulled one step at a time: its live text parts, then its outcome. Call `next()`
+ * again only once the previous call settled, as `for await` does.
+ */
 export interface RunSteps {
   next(): Promise<IteratorResult<TextPart, RunOutcome>>;
 }
@@ -125,7 +128,8 @@ export function claimOf(
  * its text as stream parts while it runs, then stores its outcome, its messages and the
  * flow's state, and passes the turn on. A flow that throws is an `error` outcome; an aborted
  * run is `cancelled`, stored with what was produced so far (a run aborted before its turn
- * came stores its user message and gives its turn up). Only a storage failure makes a step
+ * came still waits for it, then stores its user message without running the flow; while the
+ * service closes, it gives its turn up at once). Only a storage failure makes a step
  * reject. `client` is the request whose client going away aborts the run, followed from the
  * first step (a stream's first event, sent before, does not wait for it); the lifecycle
  * releases the run once it is stored.
@@ -267,9 +271,13 @@ class RunDriver implements RunSteps {
   async #begin(): Promise<RunOutcome | undefined> {
     const input = this.#input;
     const { abort, lifecycle } = input;
-    for (let attempt = 0; !this.#turn && !abort.aborted; attempt++) {
+    // A run aborted while it waits still waits for its turn, and is then stored `cancelled`
+    // without running its flow: its user message comes after the runs before it, not between
+    // one's question and its answer (decisions.md: runs take turns in arrival order). Only a
+    // service that closes gives the turn up at once, for it must not wait on other instances.
+    for (let attempt = 0; !this.#turn && !(abort.aborted && lifecycle.closed); attempt++) {
       await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
-      if (abort.aborted) break;
+      if (abort.aborted && lifecycle.closed) break;
       this.#startedMs = Date.now();
       const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
       if (input.stream) claim.stream = input.stream;
@@ -296,7 +304,8 @@ class RunDriver implements RunSteps {
     // A flow that runs past its channel's limit is stopped through the run's own abort.
     this.#limitSeconds = input.channel.runTimeoutSeconds ?? DEFAULT_RUN_TIMEOUT_SECONDS;
     lifecycle.deadlines.start(abort, this.#limitSeconds);
-    this.#events = flowIterator(input.flow, new RunFlowContext(input, turn));
+    // An aborted run is stored `cancelled` by the first step: its flow is not even called.
+    this.#events = abort.aborted ? NO_EVENTS : flowIterator(input.flow, new RunFlowContext(input, turn));
     // The turn's records are let go for as long as the flow runs: a stream may stay open for
     // minutes, and they are a few hundred bytes (docs/benchmarks.md, "Memory per open stream").
     this.#mode = turn.conversation.mode;
@@ -457,7 +466,10 @@ function flowIterator(flow: Flow, ctx: FlowContext): AsyncIterator<FlowEvent, un
   }
 }
 
-/** A run aborted before its turn came: stored `cancelled` with its user message, its ticket given up. */
+/**
+ * A run aborted before its turn came while the service closes: stored `cancelled` with its
+ * user message, its ticket given up, at once rather than after the runs before it.
+ */
 async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunOutcome> {
   const nowMs = Date.now();
   const now = isoTimestamp(nowMs);

@@ -184,7 +184,8 @@ export class RunLifecycle {
    * Sleeps until a run of `conversationId` ends in this process (or in another, when the store
    * announces turns), the `attempt`-th poll interval passes (growing from 2 ms to
    * `turnPollMaxMs`: the other processes' runs are otherwise seen only by looking), or
-   * `abort` aborts.
+   * `abort` aborts (an abort that already did no longer ends the wait: an aborted run still
+   * waits for its turn, see `driveRun`).
    */
   async awaitTurn(conversationId: string, attempt: number, abort: RunAbort): Promise<void> {
     this.#followTurns();
@@ -197,15 +198,14 @@ export class RunLifecycle {
     const set = waiting;
     let wake: () => void = () => {};
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let unlisten: () => void = () => {};
     await new Promise<void>((resolve) => {
       wake = resolve;
       set.add(wake);
       timer = setTimeout(wake, ms);
-      unlisten = abort.onAbort(wake);
+      abort.listen(wake);
     });
     clearTimeout(timer);
-    unlisten();
+    abort.offAbort(wake);
     set.delete(wake);
     if (set.size === 0 && this.#waiting.get(conversationId) === set) this.#waiting.delete(conversationId);
   }

@@ -81,6 +81,8 @@ class UiMessageStream implements ReplyStream {
   readonly #logger: Pick<Logger, "error">;
   #opened = false;
   #finished = false;
+  /** The last step pulled: a cancel drains the run only once it settled (the run's steps are taken one at a time). */
+  #pulling: Promise<string | null> | undefined;
 
   constructor(started: StartedRun, logger: Pick<Logger, "error">) {
     this.#started = started;
@@ -99,17 +101,23 @@ class UiMessageStream implements ReplyStream {
       return dataRunFrame(this.#started.runId, this.#started.conversationId);
     }
     if (this.#finished) return null;
-    return this.#started.steps.next().then(
+    this.#pulling = this.#started.steps.next().then(
       (step) => this.#frame(step),
       (error: unknown) => this.#failed(error),
     );
+    return this.#pulling;
   }
 
   cancel(): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#started.cancel();
-    void drain(this.#started.steps).catch((error: unknown) => this.#storageError(error));
+    // A client that leaves while a step is pulled (the Node adapter's case) must not start a
+    // second one beside it: two steps at once would store the run twice.
+    const steps = this.#started.steps;
+    void Promise.resolve(this.#pulling)
+      .then(() => drain(steps))
+      .catch((error: unknown) => this.#storageError(error));
   }
 
   /** The frame of the run's next step. */
