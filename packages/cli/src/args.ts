@@ -43,13 +43,21 @@ export function required(name: string, value: string | undefined): string {
   return value;
 }
 
+/** An example of each JSON option, for the message of a value that is not JSON. */
+const JSON_EXAMPLES: Record<string, string> = {
+  widget: '{"theme":{"position":"bottom-left"}}',
+  livechat: '{"wait_timeout_seconds":300}',
+  "rate-limits": '{"publishable_key":{"requests":600,"window_seconds":60}}',
+};
+
 /** A JSON option (the schema it must match is checked by the operation). */
 export function jsonValue(name: string, value: string | undefined): unknown {
   if (value === undefined) return undefined;
   try {
     return JSON.parse(value);
   } catch {
-    throw new UsageError(`--${name} takes JSON, e.g. '{"theme":{"position":"bottom-left"}}', not ${JSON.stringify(value)}`);
+    const example = JSON_EXAMPLES[name];
+    throw new UsageError(`--${name} takes JSON${example ? `, e.g. '${example}'` : ""}, not ${JSON.stringify(value)}`);
   }
 }
 

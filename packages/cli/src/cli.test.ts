@@ -730,6 +730,11 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
 
   it.each([
     [["frobnicate"], "Unknown command: frobnicate"],
+    [
+      ["channel", "update", "some-id", "--rate-limits", "{nope"],
+      `--rate-limits takes JSON, e.g. '{"publishable_key":{"requests":600,"window_seconds":60}}', not "{nope"`,
+    ],
+    [["channel", "update", "some-id", "--livechat", "{nope"], `--livechat takes JSON, e.g. '{"wait_timeout_seconds":300}', not "{nope"`],
     [["channel", "delete", "x"], "Unknown command: channel delete"],
     [["tenant"], "Unknown command: tenant"],
     [["tenant", "create", "--name", "A", "--colour", "red"], "Unknown option '--colour'"],
@@ -764,6 +769,19 @@ describe("channelkit: bad command lines exit 2 with a clear message", () => {
     expect(error.code).toBe("usage_error");
     expect(error.message).toContain(message);
     expect(rest.join("\n")).toContain("Usage: channelkit <command>");
+  });
+});
+
+describe("channelkit: an unknown command is named alone", () => {
+  it.each([
+    [["frobnicate"], "Unknown command: frobnicate"],
+    [["channel", "delete", "x"], "Unknown command: channel delete"],
+    [["--db", "x.db", "tenant"], "Unknown command: tenant"],
+  ])("%j", async (args, message) => {
+    const result = await cli([...args, "--db", tempDb()]);
+    expect(result.code).toBe(2);
+    const { error } = JSON.parse(result.err.join("\n").split("\n")[0] as string) as { error: { message: string } };
+    expect(error.message).toBe(message);
   });
 });
 

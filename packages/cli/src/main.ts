@@ -47,7 +47,11 @@ export async function main(args: string[], io: Io): Promise<number> {
   const [name, rest] = COMMANDS[two] ? [two, argv.slice(2)] : [argv[0] as string, argv.slice(1)];
   const command = COMMANDS[name];
   try {
-    if (!command) throw new UsageError(`Unknown command: ${argv.slice(0, 2).join(" ")}`);
+    if (!command) {
+      // The words that name a command: an option after the first is not one of them.
+      const words = argv[1]?.startsWith("-") ? argv.slice(0, 1) : argv.slice(0, 2);
+      throw new UsageError(`Unknown command: ${words.join(" ")}`);
+    }
     await command(rest, io);
     return 0;
   } catch (error) {

@@ -21,6 +21,7 @@ import type {
   RunStreamStore,
   RunTicket,
   SchemaStatus,
+  SignatureSettings,
   Storage,
   StoreRunInput,
   TenantRecord,
@@ -396,19 +397,30 @@ export class KyselyStorage implements Storage {
     return rows.map(rowToChannel);
   }
 
-  async updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null> {
+  async updateChannel(
+    id: string,
+    patch: ChannelPatch,
+    updatedAt: string,
+    audit?: AuditEventRecord,
+    expected?: SignatureSettings,
+  ): Promise<ChannelRecord | null> {
     const db = this.db;
     // Archived is final: the guard is in the statement, so a channel archived by another
     // process between an admin's check and this write stays as it is.
-    const update = db
+    let update = db
       .updateTable("channels")
       .set({ ...patchToRow(patch), updated_at: updatedAt })
       .where("id", "=", id)
-      .where("state", "<>", "archived")
-      .returningAll()
-      .compile();
+      .where("state", "<>", "archived");
+    if (expected) {
+      const secret = expected.signingSecretEncrypted;
+      update = update
+        .where("require_signature", "=", expected.requireSignature ? 1 : 0)
+        .where("signing_secret_encrypted", secret === null ? "is" : "=", secret);
+    }
+    const compiled = update.returningAll().compile();
     const row = await this.#exec.transaction(function* () {
-      const [updated] = yield* rowsOf(update);
+      const [updated] = yield* rowsOf(compiled);
       if (updated && audit) yield* rowsOf(db.insertInto("audit_events").values(auditToRow(audit)).compile());
       return updated;
     });

@@ -133,6 +133,16 @@ export function adminTests(h: Harness): void {
         }
       });
 
+      it("an upper-case channel id names the same channel on every route (UUIDs compare case-insensitively)", async () => {
+        const { channel, token } = await administered(h);
+        const upper = channel.id.toUpperCase();
+        for (const [method, operation] of CHANNEL_ROUTES) {
+          const response = await routeRequest(h, method, operation, upper, { tenant: channel.tenantId, token });
+          expect(response.status, `${method} ${operation ?? ""}: ${await response.clone().text()}`).toBe(200);
+          expect(((await response.json()) as { channel: { id: string } }).channel.id).toBe(channel.id);
+        }
+      });
+
       it("the preflights need no token and allow Authorization, Content-Type and X-Tenant-ID", async () => {
         const { channel } = await administered(h);
         for (const [path, methods] of [
@@ -245,6 +255,18 @@ export function adminTests(h: Harness): void {
         const again = await adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: { config: { require_signature: true } } });
         expect(Object.keys(again)).toEqual(["channel"]);
         await expectAccepted(await signedRun(h, channel, on.signing_secret));
+      });
+
+      it("several PATCHes turning signatures on at once: one answers the signing_secret, which signs; the others answer none", async () => {
+        const { channel, token } = await administered(h);
+        const tenant = channel.tenantId;
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, () => adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: { config: { require_signature: true } } })),
+        );
+        const secrets = answers.flatMap((answer) => (answer.signing_secret === undefined ? [] : [answer.signing_secret as string]));
+        expect(secrets).toHaveLength(1);
+        await expectAccepted(await signedRun(h, channel, secrets[0] as string));
+        for (const answer of answers) expect(answer.channel).toMatchObject({ has_signing_secret: true, config: { require_signature: true } });
       });
 
       it("require_signature true → false keeps the secret; back to true answers that same secret, which still signs", async () => {

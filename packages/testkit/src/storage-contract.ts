@@ -163,6 +163,38 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.updateChannel(crypto.randomUUID(), { state: "active" }, at(0))).toBeNull();
       });
 
+      it("applies a patch that expects signature settings only while the channel still has them", async () => {
+        const { channel } = await seed();
+        expect(channel).toMatchObject({ requireSignature: false, signingSecretEncrypted: null });
+        const turnOn = { requireSignature: true, signingSecretEncrypted: "sealed-first" };
+        const expected = { requireSignature: false, signingSecretEncrypted: null };
+        const first = await storage.updateChannel(channel.id, turnOn, at(300), undefined, expected);
+        expect(first).toMatchObject({ requireSignature: true, signingSecretEncrypted: "sealed-first" });
+        // A second writer that read the same settings changes nothing.
+        expect(await storage.updateChannel(channel.id, { ...turnOn, signingSecretEncrypted: "sealed-second" }, at(301), undefined, expected)).toBeNull();
+        expect(await storage.findChannel(channel.id)).toMatchObject({ signingSecretEncrypted: "sealed-first", updatedAt: at(300) });
+        // The settings as they are now, a secret included, let the write through.
+        const off = await storage.updateChannel(channel.id, { requireSignature: false }, at(302), undefined, {
+          requireSignature: true,
+          signingSecretEncrypted: "sealed-first",
+        });
+        expect(off).toMatchObject({ requireSignature: false, signingSecretEncrypted: "sealed-first" });
+        expect(
+          await storage.updateChannel(channel.id, { requireSignature: true }, at(303), undefined, {
+            requireSignature: false,
+            signingSecretEncrypted: "sealed-other",
+          }),
+        ).toBeNull();
+        expect(
+          await storage.updateChannel(channel.id, { requireSignature: true }, at(304), undefined, {
+            requireSignature: false,
+            signingSecretEncrypted: "sealed-first",
+          }),
+        ).toMatchObject({
+          requireSignature: true,
+        });
+      });
+
       it("finds a webhook channel by its client id, and nothing for an unknown one", async () => {
         const clientId = `client-${crypto.randomUUID()}`;
         const { channel } = await seed({ type: "webhook", clientId, languages: ["en_US", "fr_FR"] });

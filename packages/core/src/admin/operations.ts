@@ -3,6 +3,7 @@ import type { ServiceContext } from "../context.js";
 import { isServiceError, ServiceError } from "../http/errors.js";
 import { validate } from "../http/validate.js";
 import { isoNow, isoTimestamp } from "../runs/timestamp.js";
+import { canonicalId } from "../storage/records.js";
 import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
 import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
 import { type ChannelView, channelView } from "./channel-view.js";
@@ -18,6 +19,10 @@ import {
 } from "./schemas.js";
 
 /** A tenant as the admin shows it, in the wire's names. */
+
+/** How often turning signatures on reads the channel again when another update changed its signature settings meanwhile. */
+const SIGNATURE_RACE_ATTEMPTS = 8;
+
 export interface TenantView {
   id: string;
   name: string;
@@ -270,7 +275,8 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       });
     },
 
-    async getChannel(channelId) {
+    async getChannel(named) {
+      const channelId = canonicalId(named);
       return { channel: channelView(await ownChannel(channelId)) };
     },
 
@@ -291,32 +297,44 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       return { channels: channels.map(channelView) };
     },
 
-    updateChannel(channelId, input) {
+    updateChannel(named, input) {
+      const channelId = canonicalId(named);
       const target = channelTarget(channelId);
       return audited("update_channel", target, async () => {
         const parsed = validate(updateChannelSchema, input);
-        const channel = await manageable(channelId, target);
         if (parsed.flow !== undefined) requireFlow(parsed.flow);
         const { flow, ...rest } = parsed;
-        const patch: ChannelPatch = { ...rest, ...(flow === undefined ? {} : { flowName: flow }) };
-        let signingSecret: string | undefined;
-        if (parsed.requireSignature === true && !channel.requireSignature) {
-          // Turning the check back on keeps the secret that turning it off kept: integrators
-          // that went on signing keep working. A channel without one (or whose secret the
-          // master key no longer opens) gets a new one.
-          const stored = channel.signingSecretEncrypted === null ? null : await ctx.secrets.decrypt(channel.signingSecretEncrypted);
-          signingSecret = stored ?? generateSigningSecret();
-          if (stored === null) patch.signingSecretEncrypted = await ctx.secrets.encrypt(signingSecret);
+        for (let attempt = 1; ; attempt++) {
+          const channel = await manageable(channelId, target);
+          const patch: ChannelPatch = { ...rest, ...(flow === undefined ? {} : { flowName: flow }) };
+          let signingSecret: string | undefined;
+          if (parsed.requireSignature === true && !channel.requireSignature) {
+            // Turning the check back on keeps the secret that turning it off kept: integrators
+            // that went on signing keep working. A channel without one (or whose secret the
+            // master key no longer opens) gets a new one.
+            const stored = channel.signingSecretEncrypted === null ? null : await ctx.secrets.decrypt(channel.signingSecretEncrypted);
+            signingSecret = stored ?? generateSigningSecret();
+            if (stored === null) patch.signingSecretEncrypted = await ctx.secrets.encrypt(signingSecret);
+          }
+          const changes = channelChanges(channelView(channel), channelView({ ...channel, ...patch }));
+          // The secret handed out must be the one stored: written only if no other PATCH or
+          // rotation changed the signature settings since they were read, else read again.
+          const expected = signingSecret === undefined ? undefined : { requireSignature: false, signingSecretEncrypted: channel.signingSecretEncrypted };
+          const updated = await storage.updateChannel(channelId, patch, isoNow(), record("update_channel", target, changes), expected);
+          if (updated) {
+            const view = channelView(updated);
+            return signingSecret === undefined ? { channel: view } : { channel: view, signing_secret: signingSecret };
+          }
+          if (expected === undefined) throw await goneOrArchived(channelId);
+          if (attempt === SIGNATURE_RACE_ATTEMPTS) {
+            throw new ServiceError("runtime_error", "The channel's signature settings kept changing during this update; send it again.");
+          }
         }
-        const changes = channelChanges(channelView(channel), channelView({ ...channel, ...patch }));
-        const updated = await storage.updateChannel(channelId, patch, isoNow(), record("update_channel", target, changes));
-        if (!updated) throw await goneOrArchived(channelId);
-        const view = channelView(updated);
-        return signingSecret === undefined ? { channel: view } : { channel: view, signing_secret: signingSecret };
       });
     },
 
-    rotateKey(channelId) {
+    rotateKey(named) {
+      const channelId = canonicalId(named);
       const target = channelTarget(channelId);
       return audited("rotate_key", target, async () => {
         const channel = await manageable(channelId, target);
@@ -328,7 +346,8 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       });
     },
 
-    rotateSigningSecret(channelId) {
+    rotateSigningSecret(named) {
+      const channelId = canonicalId(named);
       const target = channelTarget(channelId);
       return audited("rotate_signing_secret", target, async () => {
         const channel = await manageable(channelId, target);

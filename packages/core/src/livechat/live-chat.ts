@@ -1,7 +1,7 @@
 import type { Logger } from "../context.js";
 import type { TokenEstimator } from "../conversations/tokens.js";
 import { type MessageView, messageView } from "../conversations/message-view.js";
-import { canonicalId } from "../channels/api/conversation.js";
+import { canonicalId } from "../storage/records.js";
 import { ServiceError } from "../http/errors.js";
 import { PushStream } from "../http/sse.js";
 import { isoTimestamp } from "../runs/timestamp.js";

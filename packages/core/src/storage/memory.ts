@@ -21,6 +21,7 @@ import type {
   RunRecord,
   RunTicket,
   SchemaStatus,
+  SignatureSettings,
   Storage,
   TenantRecord,
   StoreRunInput,
@@ -598,10 +599,17 @@ export function memoryStorage(): Storage {
       return row ? rowToChannel(row) : null;
     },
 
-    async updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null> {
+    async updateChannel(
+      id: string,
+      patch: ChannelPatch,
+      updatedAt: string,
+      audit?: AuditEventRecord,
+      expected?: SignatureSettings,
+    ): Promise<ChannelRecord | null> {
       return transaction(() => {
         const row = channels.get(id);
         if (!row || row.state === "archived") return null;
+        if (expected && (row.requireSignature !== expected.requireSignature || row.signingSecretEncrypted !== expected.signingSecretEncrypted)) return null;
         const updated = { ...row, ...patchToRow(patch), updatedAt };
         put(channels, id, updated);
         insertAudit(audit);

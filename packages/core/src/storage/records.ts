@@ -40,3 +40,14 @@ export function newConversationRecord(conversation: RunConversation, at: string)
     updatedAt: at,
   };
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A record's id (a conversation's, a channel's) as it is stored: UUIDs compare
+ * case-insensitively (RFC 9562), so an upper-case form names the same record; the service
+ * writes them in lower case.
+ */
+export function canonicalId(id: string): string {
+  return UUID.test(id) ? id.toLowerCase() : id;
+}

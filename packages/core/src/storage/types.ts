@@ -487,6 +487,9 @@ export type ChannelPatch = Partial<
   >
 >;
 
+/** A channel's signature settings, as {@link Storage.updateChannel} may expect to find them. */
+export type SignatureSettings = Pick<ChannelRecord, "requireSignature" | "signingSecretEncrypted">;
+
 /** What an admin operation did, as the audit trail stores it. Never holds a key or a secret. */
 export interface AuditEventRecord {
   id: string;
@@ -622,9 +625,11 @@ export interface Storage {
   /**
    * Applies a patch to a channel that is not archived (archived is final) and records
    * `audit` with it, in one transaction. Null, changing nothing, when no such channel exists
-   * or it is archived.
+   * or it is archived, or when `expected` is given and the channel's signature settings are
+   * no longer those: the admin turning signatures on reads them first, and two PATCHes at
+   * once must not each hand out a secret of their own.
    */
-  updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord): Promise<ChannelRecord | null>;
+  updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord, expected?: SignatureSettings): Promise<ChannelRecord | null>;
   /**
    * Revokes every active key of a channel that is not archived, stores the new one and
    * records `audit`, in one transaction. False, changing nothing, when no such channel

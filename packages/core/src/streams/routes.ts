@@ -1,5 +1,6 @@
 import { authenticateRequest } from "../auth/authenticate.js";
-import { canonicalId, conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
+import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
+import { canonicalId } from "../storage/records.js";
 import type { ServiceContext } from "../context.js";
 import { uuidV5 } from "../flows/identity.js";
 import type { IncomingRequest, Reply } from "../http/reply.js";

@@ -1,6 +1,7 @@
 import { ServiceError } from "../../http/errors.js";
 import type { Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
+import { canonicalId } from "../../storage/records.js";
 import type { ChannelRecord, ConversationRecord, Storage } from "../../storage/types.js";
 
 /**
@@ -13,16 +14,6 @@ export async function findOwnConversation(storage: Storage, channel: ChannelReco
   if (!conversation || conversation.tenantId !== channel.tenantId) throw new ServiceError("conversation_not_found");
   if (conversation.channelId !== channel.id) throw new ServiceError("conversation_forbidden");
   return conversation;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/**
- * A conversation id as it is stored: UUIDs compare case-insensitively (RFC 9562), so an
- * upper-case form names the same conversation; the service writes them in lower case.
- */
-export function canonicalId(id: string): string {
-  return UUID.test(id) ? id.toLowerCase() : id;
 }
 
 /**

@@ -13,7 +13,8 @@ import { runToEnd, startRun } from "../../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { channelFlow, channelFlowAfter } from "../flow.js";
-import { canonicalId, findOwnConversation } from "./conversation.js";
+import { canonicalId } from "../../storage/records.js";
+import { findOwnConversation } from "./conversation.js";
 import { executeRequestSchema } from "./schemas.js";
 
 type ExecuteRequest = z.infer<typeof executeRequestSchema>;

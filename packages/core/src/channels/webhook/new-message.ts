@@ -6,7 +6,7 @@ import { validate } from "../../http/validate.js";
 import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
 import { runToEnd, startRun } from "../../runs/start.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
-import { canonicalId } from "../api/conversation.js";
+import { canonicalId } from "../../storage/records.js";
 import { channelFlow, channelFlowAfter } from "../flow.js";
 import { webhookRequest } from "./channel.js";
 import { botMessages } from "./events.js";
