@@ -52,15 +52,20 @@ export function turnTests(h: Harness): void {
       // A run that waits has not started: history shows only the first run's user message.
       expect((await readHistory(h, channel.key, first.conversationId)).messages.map((m) => m.content)).toEqual(["first"]);
 
-      // Gone while it waits: stored cancelled with its user message; the first run goes on.
+      // Gone while it waits: the first run goes on, and the second keeps its place in the queue.
       waiting.abort();
       await expect(second).rejects.toThrow();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect((await readHistory(h, channel.key, first.conversationId)).messages.map((m) => m.content)).toEqual(["first"]);
+      first.close();
+      expect(await storedRun(h.target.storage, first.runId)).toMatchObject({ status: "cancelled" });
+      // Its turn came: stored cancelled with its user message, after the first run's reply.
       const secondUser = await waitFor(async () =>
         (await readHistory(h, channel.key, first.conversationId)).messages.find((m) => m.role === "user" && m.content === "second"),
       );
       expect(await storedRun(h.target.storage, secondUser.run_id as string)).toMatchObject({ status: "cancelled", executionOrder: [] });
-      first.close();
-      expect(await storedRun(h.target.storage, first.runId)).toMatchObject({ status: "cancelled" });
+      const roles = (await readHistory(h, channel.key, first.conversationId)).messages.map((m) => `${m.role}:${m.run_id === first.runId ? "first" : "second"}`);
+      expect(roles).toEqual(["user:first", "assistant:first", "user:second"]);
 
       // The conversation goes on: the next run gets its turn and streams.
       const third = await openStream(h, channel.key, { payload: "third", conversation_id: first.conversationId }, "text-delta");
