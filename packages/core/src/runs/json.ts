@@ -17,7 +17,11 @@ export function runDocument(outcome: RunOutcome, channel: ChannelRecord, flow: F
     output: {
       result: outcome.result ?? null,
       error: outcome.error,
-      messages: outcome.produced.filter((message) => message.role === "assistant").map((message) => ({ role: "assistant" as const, content: message.content })),
+      // What the stream sent as text: an assistant message with no text (a step that only
+      // calls tools, kept in history for its tool calls) is not part of the reply.
+      messages: outcome.produced
+        .filter((message) => message.role === "assistant" && message.content !== "")
+        .map((message) => ({ role: "assistant" as const, content: message.content })),
       metadata: {
         channel_id: channel.id,
         flow_id: flow.id,
