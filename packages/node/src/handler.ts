@@ -42,6 +42,9 @@ export async function handleNodeRequest(service: WebHandler, req: IncomingMessag
     const reply = service.dispatch
       ? await service.dispatch(new NodeIncomingRequest(req, res, options.baseUrl, options))
       : fromResponse(await service.handler(toWebRequest(req, new ClientLink(res).signal, options.baseUrl, options)));
+    // A body refused before it all arrived (413) would otherwise be drained to its end, on a
+    // connection that then answers its read timeout as a second response to the same request.
+    if (reply.status === 413 && !req.complete) res.shouldKeepAlive = false;
     written = sendReply(res, reply);
   } catch {
     failed(res);

@@ -3,7 +3,7 @@
  * 127.0.0.1 through `serve`: raw sockets where a well-behaved client could not send it.
  */
 import { connect, type Socket } from "node:net";
-import { type ChannelService, createChannelService, memoryStorage } from "@channelkit/core";
+import { type ChannelService, createChannelService, defineFlow, memoryStorage, text } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, serve } from "./serve.js";
@@ -12,16 +12,28 @@ const errors: unknown[][] = [];
 let service: ChannelService;
 let server: RunningServer;
 let key: string;
+/** A server key of a channel whose flow answers after 100 ms: a request still being answered. */
+let delayedKey: string;
 let port: number;
+
+const delayed = defineFlow({
+  name: "delayed",
+  async *run(ctx) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    yield text(`Later: ${ctx.payload}`);
+    return null;
+  },
+});
 
 beforeAll(async () => {
   service = await createChannelService({
     storage: memoryStorage(),
-    flows: demoFlows,
+    flows: [...demoFlows, delayed],
     logger: { warn: () => undefined, error: (...args) => void errors.push(args) },
   });
   const { tenant } = await service.admin.createTenant({ name: "Hardening" });
   key = (await service.admin.createChannel({ tenantId: tenant.id, flow: "echo", mode: "public", allowedOrigins: ["https://shop.example"] })).api_key;
+  delayedKey = (await service.admin.createChannel({ tenantId: tenant.id, flow: "delayed" })).api_key;
   server = await serve(service, { port: 0, headersTimeoutMs: 500, requestTimeoutMs: 1000 });
   port = server.port;
 });
@@ -173,6 +185,31 @@ describe("the client's own failures", () => {
       expect(answer.toLowerCase()).toContain("content-type: application/json");
       expect(JSON.parse(bodyOf(answer))).toMatchObject({ error: { code } });
     }
+  });
+});
+
+describe("one answer per request, on connections that go wrong", () => {
+  it("a valid request followed on its connection by bytes that are not HTTP gets its own answer, then the 400, then the connection closes", async () => {
+    const body = '{"payload":"piped"}';
+    const answer = await raw(
+      `POST /public/v1/api/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${delayedKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}GARBAGE\r\n\r\n`,
+      { end: false },
+    );
+    expect(statusOf(answer)).toBe(200);
+    expect(answer).toContain('"content":"Later: piped"');
+    // The bad request's answer, if any, comes after the first one's.
+    expect(answer.indexOf("HTTP/1.1 400")).not.toBe(0);
+  });
+
+  it("a body refused with 413 before it all arrived closes the connection: no second answer when the rest never comes", async () => {
+    const answer = await raw(
+      `POST /public/v1/api/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{"payload":"`,
+      { end: false, ms: 3000 },
+    );
+    expect(statusOf(answer)).toBe(413);
+    expect(answer.toLowerCase()).toContain("connection: close");
+    // Before, the connection stayed open to drain the body and answered its read timeout (408) to the same request.
+    expect(answer.match(/HTTP\/1\.1 /g)).toHaveLength(1);
   });
 });
 

@@ -1,4 +1,4 @@
-import { createServer, type Server, STATUS_CODES } from "node:http";
+import { createServer, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { assertChannelService, ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
 import type { AddressInfo } from "node:net";
@@ -49,9 +49,24 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
     error.code === "HPE_HEADER_OVERFLOW" ? "headers_too_large" : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "request_timeout" : "bad_request";
   const body = errorEnvelope(code);
   const status = ERROR_CODES[code].status;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  const answer = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  // The bad bytes came after a request that arrived whole and is still being answered
+  // (pipelined): that request was valid and its run goes on, so it gets its own answer
+  // first, then this one, then the connection closes. Written in its place, this answer
+  // would tell a client whose run was stored that its request was malformed. (A request
+  // that did not arrive whole, cut by its timeout, is the one this answer is for.)
+  const answering = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (answering && !answering.writableFinished && answering.req.complete) {
+    answering.shouldKeepAlive = false;
+    answering.once("finish", () => {
+      if (socket.writable) socket.end(answer);
+    });
+    answering.once("close", () => {
+      if (!answering.writableFinished) socket.destroy();
+    });
+    return;
+  }
+  socket.end(answer);
 }
 
 /**
