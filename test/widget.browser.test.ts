@@ -70,9 +70,15 @@ describe.skipIf(missing !== null)("the widget in Chromium, served by channelkit 
 
   it("the demo page at / chats at once: the greeting, a streamed reply, the conversation kept across a reload", async () => {
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
+    const consoleErrors: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(message.text());
+    });
     await page.goto(`${server.url}/`);
     await hostIs(page, "[ready]");
     await screenshot(page, "widget-closed");
+    // Not even the browser's own request for a favicon fails.
+    expect(consoleErrors).toEqual([]);
     await page.getByTestId("launcher").click();
     await page.getByTestId("panel").waitFor();
     await screenshot(page, "widget-greeting");

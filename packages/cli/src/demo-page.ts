@@ -16,6 +16,7 @@ export function demoPage(publishableKey: () => string | null): ChannelPlugin {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>channelkit demo</title>
+<link rel="icon" href="data:,">
 <style>
   body { font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; margin: 3rem auto; padding: 0 1rem; color: #1f2937; }
   code { background: #f3f4f6; padding: 0.1rem 0.3rem; border-radius: 0.25rem; }
