@@ -201,6 +201,20 @@ describe("one answer per request, on connections that go wrong", () => {
     expect(answer.indexOf("HTTP/1.1 400")).not.toBe(0);
   });
 
+  it("an HTTP/1.1 request without Host is 400 in the envelope; an HTTP/1.0 one needs none", async () => {
+    const answer = await raw("GET /public/widget/config HTTP/1.1\r\n\r\n", { end: false });
+    expect(statusOf(answer)).toBe(400);
+    expect(JSON.parse(bodyOf(answer))).toMatchObject({ error: { code: "bad_request" } });
+    const old = await raw(`GET /public/widget/config HTTP/1.0\r\nAuthorization: Bearer ${key}\r\n\r\n`, { end: false });
+    expect(old).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it("a CONNECT is refused in the envelope (405), not met with a closed socket", async () => {
+    const answer = await raw("CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n", { end: false });
+    expect(statusOf(answer)).toBe(405);
+    expect(JSON.parse(bodyOf(answer))).toMatchObject({ error: { code: "method_not_allowed" } });
+  });
+
   it("a body refused with 413 before it all arrived closes the connection: no second answer when the rest never comes", async () => {
     const answer = await raw(
       `POST /public/v1/api/execute HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{"payload":"`,

@@ -1,4 +1,4 @@
-import { createServer, type Server, type ServerResponse, STATUS_CODES } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { assertChannelService, ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
 import type { AddressInfo } from "node:net";
@@ -47,9 +47,7 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
   }
   const code: ErrorCode =
     error.code === "HPE_HEADER_OVERFLOW" ? "headers_too_large" : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "request_timeout" : "bad_request";
-  const body = errorEnvelope(code);
-  const status = ERROR_CODES[code].status;
-  const answer = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  const answer = rawAnswer(code);
   // The bad bytes came after a request that arrived whole and is still being answered
   // (pipelined): that request was valid and its run goes on, so it gets its own answer
   // first, then this one, then the connection closes. Written in its place, this answer
@@ -67,6 +65,26 @@ function answerClientError(error: Error & { code?: string }, socket: Duplex): vo
     return;
   }
   socket.end(answer);
+}
+
+/** `handle`, for requests that name their host: an HTTP/1.1 request without `Host` is malformed (RFC 9112), 400 in the envelope. */
+function withHost(handle: (req: IncomingMessage, res: ServerResponse) => unknown): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if (req.headers.host === undefined && req.httpVersionMinor === 1 && req.httpVersionMajor === 1) {
+      const body = errorEnvelope("bad_request");
+      res.writeHead(400, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+      res.end(body);
+      return;
+    }
+    void handle(req, res);
+  };
+}
+
+/** An error answer in the envelope, as raw bytes for a socket, that closes the connection. */
+function rawAnswer(code: ErrorCode): string {
+  const body = errorEnvelope(code);
+  const status = ERROR_CODES[code].status;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 }
 
 /**
@@ -94,10 +112,16 @@ export function serve(service: WebHandler, options: ServeOptions = {}): Promise<
       keepAliveTimeout: options.keepAliveTimeoutMs ?? 5000,
       // Node checks the two timeouts above this often (30 s by default): a slow client is cut close to its deadline.
       connectionsCheckingInterval: Math.min(1000, headersTimeout),
+      // Node's own answer to an HTTP/1.1 request without Host is an empty 400: it is given
+      // in the envelope below instead.
+      requireHostHeader: false,
     },
-    toNodeHandler(service, options),
+    withHost(toNodeHandler(service, options)),
   );
   server.on("clientError", answerClientError);
+  // A CONNECT (a proxy's tunnel) is no route of a channel service: refused in the envelope,
+  // where Node would otherwise close the socket without a word.
+  server.on("connect", (_request, socket: Duplex) => socket.end(rawAnswer("method_not_allowed")));
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? 3000, host, () => {
