@@ -46,24 +46,35 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** The README's embedding block that names itself `file` on its first line. */
+function readmeBlock(readme: string, file: string): string {
+  const embedding = readme.split("## Embedding")[1]?.split("\n## ")[0] ?? "";
+  const code = [...embedding.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] as string).find((block) => block.startsWith(`// ${file}`));
+  if (!code) throw new Error(`README.md's embedding has no block of ${file}`);
+  return code;
+}
+
 /**
- * The README's embedding example, runnable: its `myModel` a stand-in that streams back
- * `Echo: <payload>`, the port the test's, then a tenant and a channel made with
- * `service.admin` and one execute sent over HTTP, whose answer is printed.
+ * The README's embedding example, runnable: its flows module (`myModel` a stand-in that
+ * streams back `Echo: <payload>`), its config for the command, and its server on the test's
+ * port, then a tenant and a channel made with `service.admin` and one execute sent over HTTP,
+ * whose answer is printed.
  */
-async function readmeExample(port: number): Promise<string> {
+async function readmeExample(port: number): Promise<Record<string, string>> {
   const readme = await readFile(join(ROOT, "README.md"), "utf8");
-  const code = readme.split("## Embedding")[1]?.match(/```ts\n([\s\S]*?)```/)?.[1];
-  if (!code?.includes("createChannelService")) throw new Error("README.md has no embedding example");
-  const listening = code.replace("serve(service, { port: 3000 })", `serve(service, { port: ${port} })`);
-  if (listening === code) throw new Error("README.md's embedding example no longer calls serve(service, { port: 3000 })");
-  return [
+  const server = readmeBlock(readme, "server.ts");
+  const listening = server.replace("serve(service, { port: 3000 })", `serve(service, { port: ${port} })`);
+  if (listening === server) throw new Error("README.md's embedding example no longer calls serve(service, { port: 3000 })");
+  const flows = [
     "const myModel = {",
     "  async *stream(payload) {",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a template literal of the app's source
     "    for (const word of `Echo: ${payload}`.split(/(?<= )/)) yield word;",
     "  },",
     "};",
+    readmeBlock(readme, "flows.ts"),
+  ].join("\n");
+  const main = [
     listening,
     'const { tenant } = await service.admin.createTenant({ name: "Acme" });',
     'const created = await service.admin.createChannel({ tenantId: tenant.id, flow: "support", environment: "prod" });',
@@ -82,6 +93,7 @@ async function readmeExample(port: number): Promise<string> {
     "process.exit(0);",
     "",
   ].join("\n");
+  return { "flows.js": flows, "server.mjs": main, "channelkit.config.ts": readmeBlock(readme, "./channelkit.config.ts") };
 }
 
 /** The subpaths, and the error of `postgres()` in an app without pg. */
@@ -169,8 +181,11 @@ describe("the packed packages, installed in a new app", () => {
 
   it("runs the README's embedding example: one execute over HTTP answers Echo, and the installed client's too", async () => {
     const port = await freePort();
-    await writeFile(join(app, "server.mjs"), await readmeExample(port));
-    const { stdout } = await run(process.execPath, ["server.mjs"], { cwd: app, env: cleanEnv({ CHANNELKIT_SECRET_KEY: SECRET_KEY }), timeout: 60_000 });
+    // A directory of its own: its config would otherwise be the other tests' config too.
+    const readme = join(app, "readme");
+    await mkdir(readme);
+    for (const [name, text] of Object.entries(await readmeExample(port))) await writeFile(join(readme, name), text);
+    const { stdout } = await run(process.execPath, ["server.mjs"], { cwd: readme, env: cleanEnv({ CHANNELKIT_SECRET_KEY: SECRET_KEY }), timeout: 60_000 });
     const answer = JSON.parse(stdout.trim().split("\n").at(-1) as string) as {
       status: number;
       body: { status: string; output: { messages: unknown[] } };
@@ -180,6 +195,15 @@ describe("the packed packages, installed in a new app", () => {
     expect(answer.body.status).toBe("success");
     expect(answer.body.output.messages).toEqual([{ role: "assistant", content: "Echo: Hello, channelkit!" }]);
     expect(answer.client).toEqual([{ role: "assistant", content: "Echo: Again" }]);
+    // The README's config gives the command the same flow (issue 41: `Unknown flow "support"` without it).
+    const env = cleanEnv({ CHANNELKIT_SECRET_KEY: SECRET_KEY });
+    const { stdout: tenant } = await run("npx", ["--no-install", "channelkit", "tenant", "create", "--name", "Acme"], { cwd: readme, env });
+    const tenantId = (JSON.parse(tenant) as { tenant: { id: string } }).tenant.id;
+    const { stdout: created } = await run("npx", ["--no-install", "channelkit", "channel", "create", "--tenant", tenantId, "--flow", "support"], {
+      cwd: readme,
+      env,
+    });
+    expect((JSON.parse(created) as { channel: { flow: string } }).channel.flow).toBe("support");
   });
 
   it("resolves the subpaths and the adapters, and says which package postgres() needs", async () => {

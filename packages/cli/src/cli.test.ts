@@ -949,6 +949,27 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
     ]);
   });
 
+  it("a restart with CHANNELKIT_ADMIN_JWT_SECRET on an existing demo database prints a token, its tenant and a rotate-key line that works", async () => {
+    const db = tempDb();
+    const first = await startServe(["--demo", "--db", db, "--port", "0"], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+    expect(first.lines.join("\n")).toContain("start with CHANNELKIT_ADMIN_JWT_SECRET=");
+    first.child.kill("SIGTERM");
+    await first.exited;
+    const second = await startServe(["--demo", "--db", db, "--port", "0"], { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: JWT_SECRET });
+    const { channels } = (await cli(["channel", "list", "--db", db])).json() as { channels: { id: string; name: string; tenant_id: string }[] };
+    const echo = channels.find((c) => c.name === "Demo echo") as { id: string; tenant_id: string };
+    expect(second.lines, second.lines.join("\n")).toContain(
+      `Admin: a token for tenant ${echo.tenant_id}, valid 1 h (more with: npx channelkit admin-token --tenant ${echo.tenant_id}). Rotate the key:`,
+    );
+    const rotate = /curl -s -X POST (\S+) -H 'Authorization: Bearer (\S+)' -H 'X-Tenant-ID: (\S+)'$/.exec(
+      second.lines.find((line) => line.includes("/rotate-key ")) ?? "",
+    ) as unknown as [string, string, string, string];
+    expect(rotate[1]).toBe(`${second.url}/api/v1/channels/${echo.id}/rotate-key`);
+    expect(rotate[3]).toBe(echo.tenant_id);
+    const rotated = await fetch(rotate[1], { method: "POST", headers: { Authorization: `Bearer ${rotate[2]}`, "X-Tenant-ID": rotate[3] } });
+    expect(rotated.status).toBe(200);
+  });
+
   it("refuses to start in production with --admin-dev-mode or a short admin secret; outside production a short secret is a warning", async () => {
     for (const [args, env, message] of [
       [["--admin-dev-mode"], { NODE_ENV: "production", CHANNELKIT_SECRET_KEY: MASTER_KEY }, "development mode (no JWT) is refused in production"],

@@ -34,7 +34,9 @@ export async function provisionDemo(service: ChannelService, url: string, db: st
   const admin = service.admin.as("demo");
   if ((await admin.countTenants()) > 0) {
     const widget = await knownWidget(admin, url, db);
-    await printChannels(admin, db, widget, io);
+    const target = await printChannels(admin, db, widget, io);
+    // The first start told the user to restart with the secret for a token: a restart gives one.
+    if (target) await printAdmin(url, target.tenant_id, target.id, io);
     if (widget) printWidget(url, widget, io);
     return widget;
   }
@@ -73,8 +75,9 @@ function dbFlag(db: string): string {
 /**
  * On a later start: the channels of the database with their ids (no key is shown again: only
  * a hash is stored), and the command line that makes a new key for the first server channel.
+ * Answers that channel, or null when there is none.
  */
-async function printChannels(admin: ChannelAdmin, db: string, widget: DemoWidget | null, io: Io): Promise<void> {
+async function printChannels(admin: ChannelAdmin, db: string, widget: DemoWidget | null, io: Io): Promise<{ id: string; tenant_id: string } | null> {
   const { channels } = await admin.listChannels();
   const flag = dbFlag(db);
   io.out(`Demo: the database already has tenants; no new key was created. Its channels (all of them: npx channelkit channel list${flag}):`);
@@ -89,6 +92,7 @@ async function printChannels(admin: ChannelAdmin, db: string, widget: DemoWidget
   const target = usable.find((channel) => channel.mode === "server") ?? usable[0];
   io.out("Make a new key for one (its old key stops working):");
   io.out(`  npx channelkit channel rotate-key ${target?.id ?? "<channel id>"}${flag}`);
+  return target ?? null;
 }
 
 /** The widget channel a previous start created, with the current origins allowed. */
@@ -113,7 +117,7 @@ function printWidget(url: string, widget: DemoWidget, io: Io): void {
   io.out(`  (from an origin the channel allows: npx channelkit channel update ${widget.channelId} --allowed-origin <origin> ...)`);
 }
 
-/** How to call the admin routes on the demo channel: a ready line when admin tokens can be signed, else how to enable them. */
+/** How to call the admin routes on a channel of the demo: a ready line when admin tokens can be signed (every start), else how to enable them. */
 async function printAdmin(url: string, tenantId: string, channelId: string, io: Io): Promise<void> {
   const secret = io.env.CHANNELKIT_ADMIN_JWT_SECRET;
   if (!secret) {
@@ -121,6 +125,6 @@ async function printAdmin(url: string, tenantId: string, channelId: string, io: 
     return;
   }
   const token = await signAdminToken(io.env, [tenantId], undefined, "1h");
-  io.out(`Admin: a token for the demo tenant, valid 1 h (more with: npx channelkit admin-token --tenant ${tenantId}). Rotate the key:`);
+  io.out(`Admin: a token for tenant ${tenantId}, valid 1 h (more with: npx channelkit admin-token --tenant ${tenantId}). Rotate the key:`);
   io.out(`  curl -s -X POST ${url}/api/v1/channels/${channelId}/rotate-key -H 'Authorization: Bearer ${token}' -H 'X-Tenant-ID: ${tenantId}'`);
 }
