@@ -28,7 +28,9 @@ for (const dir of packages) {
     console.error(`${relative(ROOT, dir)} has no dist/: run npm run build first (npm run pack:all does)`);
     process.exit(1);
   }
-  const [info] = JSON.parse(execFileSync(npm, ["pack", "--json", "--pack-destination", out], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  const [info] = JSON.parse(
+    execFileSync(npm, ["pack", "--json", "--pack-destination", out], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }),
+  );
   tarballs.set(info.name, join(out, info.filename));
   console.log(`${info.name}@${info.version}: ${join(out, info.filename)}`);
 }
