@@ -21,6 +21,7 @@ const NOT_ON_WORKERS = {
   turns: "its cases cancel a run by disconnecting its client, which a Worker does not store (above)",
   "resumable streams": "a run cannot outlive its request, and a reader's request cannot read what another request's run writes in memory",
   "idempotent requests": "two of its cases need a run whose client left to be stored or to go on",
+  "leaving clients": "the suite holds a service through its storage, which it cannot wrap in a Worker (and a Worker stores no run whose client left, above)",
   "live chat": "the subscription and the inbox feed are pushed from another request's work, which a Worker forbids (I/O of another request)",
 } satisfies ContractSuiteOptions["omit"];
 

@@ -1,13 +1,10 @@
 /**
  * Clients that go away, many at once, on two `channelkit serve` processes sharing one
- * database: each run whose client left is stored `cancelled` in its conversation's turn, the
- * runs after it go on at once, and both processes stop at once on SIGTERM.
- *
- * Before, a streamed execute whose client left before the answer's head was written (the
- * run was being started, and Postgres is slow enough for that) was never cancelled by the
- * Node adapter: nobody pulled its run, which kept its ticket, so every later run of the
- * conversation waited for the lease to lapse, and SIGTERM waited for that run until
- * `shutdown_timeout`.
+ * database: each leaves once its run has its ticket (its data-run event came), and each such
+ * run is stored in its conversation's turn (`cancelled`, or `success` when it ended first),
+ * the runs after it go on at once, and both processes stop at once on SIGTERM. The moments
+ * before the ticket (the key lookup, the ticket itself) are held one at a time, in process,
+ * by the contract suite's "clients that leave, at each point of their request".
  */
 import { randomBytes } from "node:crypto";
 import { describeWithPostgres } from "@channelkit/testkit";
@@ -39,22 +36,28 @@ function clientsGoingAway(open: () => Promise<SharedDatabase>) {
     await database?.drop();
   });
 
-  it("runs of clients that left are stored cancelled in their turn; the conversation goes on, and SIGTERM stops both at once", async () => {
+  it("runs of clients that left are stored in their turn; the conversation goes on, and SIGTERM stops both at once", async () => {
     const first = (await (await execute(a, key, { payload: "p0" })).json()) as { conversation_id: string };
     const conversationId = first.conversation_id;
-    const sent = Array.from({ length: BURST }, (_, i) => {
+    const leavers = new Set<string>();
+    const sent = Array.from({ length: BURST }, async (_, i) => {
+      const payload = `p${i + 1}`;
       const controller = new AbortController();
-      // Every third client leaves 30 ms after sending: before its answer, or during it.
-      if (i % 3 === 2) setTimeout(() => controller.abort(), 30);
-      return execute(i % 2 ? b : a, key, { payload: `p${i + 1}`, conversation_id: conversationId, stream: true }, {}, controller.signal)
-        .then((response) => response.text())
-        .then(
-          () => "read",
-          () => "left",
-        );
+      const response = await execute(i % 2 ? b : a, key, { payload, conversation_id: conversationId, stream: true }, {}, controller.signal);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      // Every third client leaves once it has its run's data-run event: its ticket is taken,
+      // and its run is queued, running or just ended. The others read their answer whole.
+      const { value } = await reader.read();
+      expect(new TextDecoder().decode(value)).toContain('"type":"data-run"');
+      if (i % 3 === 2) {
+        leavers.add(payload);
+        controller.abort();
+        return;
+      }
+      while (!(await reader.read()).done);
     });
-    const outcomes = await Promise.all(sent);
-    expect(outcomes.filter((outcome) => outcome === "left").length).toBeGreaterThan(0);
+    await Promise.all(sent);
+    expect(leavers.size).toBe(BURST / 3);
 
     // The next run is not held up by a run that nobody drives any more (its lease is 30 s).
     const started = Date.now();
@@ -67,11 +70,15 @@ function clientsGoingAway(open: () => Promise<SharedDatabase>) {
     ).json()) as { messages: { turn_index: number; role: string; content: string }[] };
     const { messages } = history;
     expect(messages.map((m) => m.turn_index)).toEqual(messages.map((_, i) => i));
-    // Every user message once, and each answer right after its own question.
+    // Every user message once, the leavers' too, and each answer right after its own question.
     const asked = messages.filter((m) => m.role === "user").map((m) => m.content);
     expect(asked.slice().sort()).toEqual(["final", ...Array.from({ length: BURST + 1 }, (_, i) => `p${i}`)].sort());
     messages.forEach((message, i) => {
       if (message.role === "assistant") expect(message.content).toBe(`Echo: ${messages[i - 1]?.content}`);
+    });
+    // A client that stayed has its answer.
+    messages.forEach((message, i) => {
+      if (message.role === "user" && !leavers.has(message.content)) expect(messages[i + 1]?.content).toBe(`Echo: ${message.content}`);
     });
 
     const signalled = Date.now();

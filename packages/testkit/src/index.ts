@@ -9,7 +9,9 @@ import { conversationTests } from "./conversations.js";
 import { corsTests } from "./cors.js";
 import { executeJsonTests } from "./execute-json.js";
 import { flowTests } from "./flows.js";
+import { StorageGate } from "./gate.js";
 import { Harness } from "./harness.js";
+import { leavingClientTests } from "./leaving.js";
 import { historyTests } from "./history.js";
 import { idempotencyTests } from "./idempotency.js";
 import { liveChatTests } from "./livechat.js";
@@ -66,6 +68,14 @@ export function defineContractSuite(target: ContractTarget, options: ContractSui
       const small = new Harness(target, { maxBodyBytes: SMALL_BODY_LIMIT });
       bodyLimitTests(small, SMALL_BODY_LIMIT);
     });
+
+    if (!("leaving clients" in omitted)) {
+      describe("held at a point of a request", () => {
+        const gate = new StorageGate();
+        const held = new Harness(target, { wrapStorage: (storage) => gate.wrap(storage) });
+        leavingClientTests(held, gate);
+      });
+    }
   });
 }
 
@@ -94,8 +104,11 @@ const CONTRACT_GROUPS = [
   ["rate limits", rateLimitTests],
 ] as const satisfies readonly (readonly [string, (h: Harness) => void])[];
 
-/** A group of the contract suite's cases (see {@link defineContractSuite}). */
-export type ContractGroup = (typeof CONTRACT_GROUPS)[number][0];
+/**
+ * A group of the contract suite's cases (see {@link defineContractSuite}). `leaving clients`
+ * holds the service at points of a request, through its storage (`wrapStorage`).
+ */
+export type ContractGroup = (typeof CONTRACT_GROUPS)[number][0] | "leaving clients";
 
 /** How {@link defineContractSuite} runs. */
 export interface ContractSuiteOptions {
@@ -119,4 +132,5 @@ export {
   type TestDatabase,
 } from "./postgres.js";
 export { SseFrames } from "./frames.js";
+export { StorageGate, type HeldCall } from "./gate.js";
 export { OpenApiConformance } from "./conformance.js";

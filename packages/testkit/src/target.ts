@@ -66,7 +66,7 @@ export function serviceTarget({ name, store, listen, service: serviceOptions }: 
     async start(options) {
       const opened = await store();
       const service = await createChannelService({
-        storage: opened.storage,
+        storage: options.wrapStorage ? options.wrapStorage(opened.storage) : opened.storage,
         flows: demoFlows,
         secretKey: SECRET_KEY,
         logger: quiet,

@@ -11,6 +11,12 @@ export interface ContractTargetOptions {
   rateLimits?: ChannelServiceOptions["rateLimits"];
   /** The service's `trustProxy` (default: none). */
   trustProxy?: ChannelServiceOptions["trustProxy"];
+  /**
+   * Wraps the storage the service is given (not the one the suite reads back from), so that
+   * a test can hold the service at a point of a request (see `StorageGate`). A target that
+   * cannot wrap its service's storage (another runtime's) omits the groups that need it.
+   */
+  wrapStorage?: (storage: Storage) => Storage;
 }
 
 /** A channel service listening on a real HTTP socket, as started by {@link ContractTarget.start}. */
