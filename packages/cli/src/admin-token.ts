@@ -1,5 +1,5 @@
 import { SignJWT } from "jose";
-import { UsageError } from "./errors.js";
+import { CliError } from "./errors.js";
 
 /**
  * An HS256 admin token signed with `CHANNELKIT_ADMIN_JWT_SECRET`, granting `tenantIds` (and
@@ -7,7 +7,12 @@ import { UsageError } from "./errors.js";
  */
 export function signAdminToken(env: NodeJS.ProcessEnv, tenantIds: string[], org: string | undefined, expires: string): Promise<string> {
   const secret = env.CHANNELKIT_ADMIN_JWT_SECRET;
-  if (!secret) throw new UsageError("CHANNELKIT_ADMIN_JWT_SECRET must be set to sign admin tokens (openssl rand -hex 32)");
+  if (!secret) {
+    throw new CliError(
+      "environment_error",
+      "CHANNELKIT_ADMIN_JWT_SECRET is not set: admin tokens are signed with it. Set it to the server's value (a new one: openssl rand -hex 32)",
+    );
+  }
   return new SignJWT({ tenant_ids: tenantIds, ...(org ? { organization_id: org } : {}) })
     .setProtectedHeader({ alg: "HS256" })
     .setSubject(`channelkit-cli:${tenantIds[0]}`)

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { main } from "./main.js";
+import { main, servesForever } from "./main.js";
 
 const code = await main(process.argv.slice(2), {
   env: process.env,
@@ -8,7 +8,7 @@ const code = await main(process.argv.slice(2), {
 });
 // `serve` keeps running on its open server; every other command ends here, once its output
 // is written, even when a config's storage or plugins left something open (a pool, a timer).
-if (code !== 0 || process.argv[2] !== "serve") {
+if (code !== 0 || !servesForever(process.argv.slice(2))) {
   await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => stream.write("", resolve))));
   process.exit(code);
 }

@@ -8,7 +8,7 @@ import { createSecretBox, hashApiKey } from "@channelkit/core";
 import { sqlite } from "@channelkit/kysely";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { main } from "./main.js";
+import { main, servesForever } from "./main.js";
 import { ensureBuilt, killAll, makeApp, startServe } from "./test-process.js";
 
 const MASTER_KEY = randomBytes(32).toString("hex");
@@ -107,6 +107,37 @@ describe("channelkit migrate and tenant create", () => {
     expect(listed.code).toBe(0);
     expect(listed.json().tenants.map((t: { id: string }) => t.id)).toEqual([id]);
     expect((await cli(["--db", db])).code).toBe(2);
+  });
+
+  it("takes a command's own options before its name too (--demo serve is serve --demo)", async () => {
+    const db = tempDb();
+    const created = await cli(["--name", "Before", "tenant", "create", "--db", db]);
+    expect(created.code).toBe(0);
+    expect(created.json().tenant.name).toBe("Before");
+    expect(servesForever(["--demo", "serve", "--port", "0"])).toBe(true);
+    expect(servesForever(["--db", db, "serve"])).toBe(true);
+    expect(servesForever(["--db", db, "tenant", "list"])).toBe(false);
+    const wrong = await cli(["--demo", "tenant", "list", "--db", db]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.err[0]).toContain("--demo");
+  });
+
+  it("warns of a CHANNELKIT_* variable it does not read (a typo of CHANNELKIT_DB), not of the tests' own", async () => {
+    const db = tempDb();
+    const result = await cli(["tenant", "list", "--db", db], { CHANNELKIT_DATABASE: "postgres://x", CHANNELKIT_TEST_POSTGRES_URL: "postgres://y" });
+    expect(result.code).toBe(0);
+    expect(result.err).toEqual([
+      expect.stringMatching(/^channelkit: WARNING: CHANNELKIT_DATABASE is not a variable channelkit reads, and is ignored \(it reads CHANNELKIT_DB, /),
+    ]);
+  });
+
+  it("refuses a database URL of a scheme it does not know, naming the ones it knows", async () => {
+    const result = await cli(["tenant", "list", "--db", "mysql://root@127.0.0.1/app"]);
+    expect(result.code).toBe(1);
+    expect(result.error().error).toEqual({
+      code: "database_error",
+      message: "the database (--db or CHANNELKIT_DB) is a mysql:// URL: channelkit knows postgres:// and postgresql:// URLs (Postgres) and file paths (SQLite)",
+    });
   });
 
   it("uses CHANNELKIT_DB when --db is not given", async () => {
@@ -418,9 +449,11 @@ describe("channelkit tenant list, channel list, channel show", () => {
 
 describe("channelkit admin-token", () => {
   const key = new TextEncoder().encode(JWT_SECRET);
+  /** A database that does not exist: the tenants are not checked (a warning says so). */
+  const nowhere = ["--db", join(tmpdir(), `channelkit-none-${randomUUID()}.db`)];
 
   it("signs an HS256 token for the tenant, valid for an hour by default", async () => {
-    const result = await cli(["admin-token", "--tenant", "t-1"]);
+    const result = await cli(["admin-token", "--tenant", "t-1", ...nowhere]);
     expect(result.code).toBe(0);
     const { payload, protectedHeader } = await jwtVerify(result.json().token, key);
     expect(protectedHeader.alg).toBe("HS256");
@@ -431,20 +464,40 @@ describe("channelkit admin-token", () => {
   });
 
   it("adds --tenants, --org and --expires", async () => {
-    const result = await cli(["admin-token", "--tenant", "t-1", "--tenants", "t-2, t-1,t-3", "--org", "org-9", "--expires", "30m"]);
+    const result = await cli(["admin-token", "--tenant", "t-1", "--tenants", "t-2, t-1,t-3", "--org", "org-9", "--expires", "30m", ...nowhere]);
     const { payload } = await jwtVerify(result.json().token, key);
     expect(payload.tenant_ids).toEqual(["t-1", "t-2", "t-3"]);
     expect(payload.organization_id).toBe("org-9");
     expect((payload.exp ?? 0) - (payload.iat ?? 0)).toBe(1800);
   });
 
-  it("needs CHANNELKIT_ADMIN_JWT_SECRET and a sane --expires", async () => {
-    const noSecret = await cli(["admin-token", "--tenant", "t-1"], { CHANNELKIT_ADMIN_JWT_SECRET: undefined });
-    expect(noSecret.code).toBe(2);
-    expect(noSecret.err.join("\n")).toContain("CHANNELKIT_ADMIN_JWT_SECRET");
-    const badExpiry = await cli(["admin-token", "--tenant", "t-1", "--expires", "soon"]);
+  it("needs CHANNELKIT_ADMIN_JWT_SECRET (an unset one is said so, without the usage) and a sane --expires", async () => {
+    const noSecret = await cli(["admin-token", "--tenant", "t-1", ...nowhere], { CHANNELKIT_ADMIN_JWT_SECRET: undefined });
+    expect(noSecret.code).toBe(1);
+    expect(noSecret.error().error).toEqual({
+      code: "environment_error",
+      message: "CHANNELKIT_ADMIN_JWT_SECRET is not set: admin tokens are signed with it. Set it to the server's value (a new one: openssl rand -hex 32)",
+    });
+    const badExpiry = await cli(["admin-token", "--tenant", "t-1", "--expires", "soon", ...nowhere]);
     expect(badExpiry.code).toBe(2);
     expect(badExpiry.err.join("\n")).toContain("--expires");
+  });
+
+  it("refuses a tenant the database does not have; signs without a check, saying so, when there is no database here", async () => {
+    const db = tempDb();
+    const tenantId = await tenant(db);
+    expect((await cli(["admin-token", "--tenant", tenantId, "--db", db])).code).toBe(0);
+    const unknown = randomUUID();
+    const refused = await cli(["admin-token", "--tenant", tenantId, "--tenants", unknown, "--db", db]);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toEqual([]);
+    expect(refused.error().error).toEqual({
+      code: "validation_error",
+      message: `No tenant exists with id ${unknown}: no admin token was signed (npx channelkit tenant list shows the tenants).`,
+    });
+    const unchecked = await cli(["admin-token", "--tenant", unknown, ...nowhere]);
+    expect(unchecked.code).toBe(0);
+    expect(unchecked.err).toEqual([expect.stringMatching(/^channelkit: WARNING: the tenants were not checked: no database at /)]);
   });
 });
 
@@ -980,7 +1033,9 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
     const env = { CHANNELKIT_SECRET_KEY: MASTER_KEY, CHANNELKIT_ADMIN_JWT_SECRET: "short-secret" };
     const started = await startServe(["--db", tempDb(), "--port", "0"], env);
     expect(started.stderr()).toMatch(/WARNING: the admin JWT secret is shorter than 32 characters/);
-    const token = await cli(["admin-token", "--tenant", "t-1"], { CHANNELKIT_ADMIN_JWT_SECRET: "short-secret" });
+    const token = await cli(["admin-token", "--tenant", "t-1", "--db", join(tmpdir(), `channelkit-none-${randomUUID()}.db`)], {
+      CHANNELKIT_ADMIN_JWT_SECRET: "short-secret",
+    });
     expect(token.code).toBe(0);
     expect(token.err.join("\n")).toMatch(/WARNING: CHANNELKIT_ADMIN_JWT_SECRET is shorter than 32 characters/);
     const response = await fetch(`${started.url}/api/v1/channels/${randomUUID()}`, {

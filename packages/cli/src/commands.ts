@@ -5,6 +5,7 @@ import { signAdminToken } from "./admin-token.js";
 import { booleanValue, integerValue, jsonValue, oneOf, parse, rateLimitsValue, required } from "./args.js";
 import { findConfig } from "./config.js";
 import { type DemoWidget, provisionDemo } from "./demo.js";
+import { checkTenantsExist } from "./known-tenants.js";
 import { demoPage } from "./demo-page.js";
 import { CliError, logLine, reportError, UsageError } from "./errors.js";
 import { demoFlowsHint, type Host, type HostFlags, type Io, openHost, openHostStorage } from "./host.js";
@@ -208,10 +209,13 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
     throw new UsageError(`--expires takes a duration such as 30m, 1h or 7d, not "${expires}"`);
   }
   const tenantIds = [...new Set([tenant, ...(list(values.tenants) ?? [])])];
-  if ((io.env.CHANNELKIT_ADMIN_JWT_SECRET?.length ?? 0) < 32) {
+  const secret = io.env.CHANNELKIT_ADMIN_JWT_SECRET;
+  if (secret && secret.length < 32) {
     io.err(logLine("WARNING: CHANNELKIT_ADMIN_JWT_SECRET is shorter than 32 characters: a server in production refuses it (openssl rand -hex 32)."));
   }
-  printJson(io, { token: await signAdminToken(io.env, tenantIds, values.org, expires) });
+  const token = await signAdminToken(io.env, tenantIds, values.org, expires);
+  await checkTenantsExist(values, io, tenantIds);
+  printJson(io, { token });
 }
 
 /**

@@ -8,8 +8,10 @@ import { USAGE } from "./usage.js";
  * - `usage_error`: the command line is wrong (exit code 2, the usage follows the envelope);
  * - `config_error`: the config file cannot be found or loaded, or exports something else than
  *   the service's options;
+ * - `environment_error`: a variable the command needs is unset (`CHANNELKIT_ADMIN_JWT_SECRET`
+ *   for `admin-token`);
  * - `database_error`: the database cannot be opened or migrated (unreachable, a driver to
- *   install, a migration that failed);
+ *   install, a URL of a database it does not know, a migration that failed);
  * - `service_error`: the service refuses its options (no master key in production, two flows
  *   of one name, a plugin's start-up that failed);
  * - `address_in_use`: `serve`'s host and port are taken;
@@ -19,6 +21,7 @@ import { USAGE } from "./usage.js";
 export type CliErrorCode =
   | "usage_error"
   | "config_error"
+  | "environment_error"
   | "database_error"
   | "service_error"
   | "address_in_use"

@@ -13,7 +13,8 @@ import {
   tenantCreate,
   tenantList,
 } from "./commands.js";
-import { reportError, UsageError } from "./errors.js";
+import { unknownVariableWarnings } from "./env.js";
+import { logLine, reportError, UsageError } from "./errors.js";
 import { USAGE } from "./usage.js";
 
 const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
@@ -38,7 +39,8 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
  * command line).
  */
 export async function main(args: string[], io: Io): Promise<number> {
-  const argv = commandFirst(args);
+  for (const warning of unknownVariableWarnings(io.env)) io.err(logLine(warning));
+  const argv = args[0] === "--help" || args[0] === "-h" ? args : commandFirst(args);
   if (argv.length === 0 || argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
     (argv.length === 0 ? io.err : io.out)(USAGE);
     return argv.length === 0 ? 2 : 0;
@@ -59,24 +61,34 @@ export async function main(args: string[], io: Io): Promise<number> {
   }
 }
 
+/** True when the arguments run `serve`, wherever its options are: it keeps the process running. */
+export function servesForever(args: string[]): boolean {
+  return commandFirst(args)[0] === "serve";
+}
+
 /** The options every command takes, which may also come before the command's name. */
 const GLOBAL_OPTIONS = new Set(["--db", "--config"]);
 
+/** The first word of each command's name. */
+const COMMAND_WORDS = new Set(Object.keys(COMMANDS).map((name) => name.split(" ")[0] as string));
+
 /**
- * The arguments with the options every command takes (`--db`, `--config`) moved from before
- * the command's name to after it: `channelkit --db x.db tenant list` is
- * `channelkit tenant list --db x.db`.
+ * The arguments with the options before the command's name moved after it:
+ * `channelkit --db x.db tenant list` is `channelkit tenant list --db x.db`, and
+ * `channelkit --demo serve` is `channelkit serve --demo` (the command then checks them as its own).
  */
 function commandFirst(args: string[]): string[] {
-  const leading: string[] = [];
   let i = 0;
-  while (i < args.length) {
+  while (i < args.length && (args[i] as string).startsWith("-")) {
     const arg = args[i] as string;
-    const name = arg.split("=", 1)[0] as string;
-    if (!GLOBAL_OPTIONS.has(name)) break;
-    const takesNext = !arg.includes("=") && i + 1 < args.length;
-    leading.push(...args.slice(i, takesNext ? i + 2 : i + 1));
-    i += takesNext ? 2 : 1;
+    i += 1;
+    if (arg.includes("=")) continue;
+    if (GLOBAL_OPTIONS.has(arg)) {
+      if (i < args.length) i += 1;
+      continue;
+    }
+    // Another option's value, unless the word names a command (`--demo serve`).
+    if (i < args.length && !(args[i] as string).startsWith("-") && !COMMAND_WORDS.has(args[i] as string)) i += 1;
   }
-  return leading.length === 0 ? args : [...args.slice(i), ...leading];
+  return i === 0 || i >= args.length ? args : [...args.slice(i), ...args.slice(0, i)];
 }
