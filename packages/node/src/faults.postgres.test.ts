@@ -29,6 +29,9 @@ const TIMEOUTS = {
  */
 const BOUND_MS = Math.max(TIMEOUTS.connectionTimeoutMs, TIMEOUTS.queryTimeoutMs) + 1000;
 
+/** How soon a conversation answers again once the database is back (docs/reliability.md). */
+const RECOVERY_MS = 5000;
+
 const SECRET_KEY = "4f".repeat(32);
 const EXECUTE = "/public/v1/api/execute";
 const historyPath = (id: string) => `/public/v1/api/conversations/${id}/messages`;
@@ -310,8 +313,9 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       flows: [...demoFlows, heldFlow],
       secretKey: SECRET_KEY,
       logger,
-      // A run whose outcome could not be stored keeps its conversation's turn this long.
-      turnLeaseMs: 2000,
+      // Long enough that a conversation answering again within RECOVERY_MS did not wait for
+      // a failed run's lease: the run gave its turn back as soon as the database answered.
+      turnLeaseMs: 20_000,
     });
     server = await serve(service, { port: 0 });
     const { tenant } = await service.admin.createTenant({ name: "faults" });
@@ -507,15 +511,23 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       const runId = await runInterrupted(id, () => proxy.failOn("Held: hold lost words", "cut"));
 
       proxy.restore();
-      // What the run's claim stored stays (its user message, at the next turn); nothing of its outcome.
+      const restored = Date.now();
+      // The run gives its turn back as soon as the database answers: stored as an error that
+      // says its client was answered with one, after its user message (its claim stayed),
+      // with nothing of its lost outcome; the next run does not wait for the lease.
+      await expect
+        .poll(async () => direct.findRun(runId), { timeout: RECOVERY_MS })
+        .toMatchObject({ status: "error", error: expect.stringContaining("could not store this run") });
+      await expectServiceBack(id, 5, heldKey);
+      expect(Date.now() - restored).toBeLessThan(RECOVERY_MS);
       const after = await history(id, heldKey);
       expect(after.slice(0, 4)).toEqual(before);
-      expect(after.slice(4).map((m) => [m.turn_index, m.role, m.content, m.run_id])).toEqual([[4, "user", "hold lost words", runId]]);
-      expect(await direct.findRun(runId)).toMatchObject({ status: "running" });
-      expect(await storedTurns(id)).toBe(5);
-      // The next run waits for the lost run's lease to lapse, stores it cancelled and goes on.
-      await expectServiceBack(id, 5, heldKey);
-      expect(await direct.findRun(runId)).toMatchObject({ status: "cancelled", error: expect.stringContaining("abandoned") });
+      expect(after.slice(4).map((m) => [m.turn_index, m.role, m.content])).toEqual([
+        [4, "user", "hold lost words"],
+        [5, "user", "back"],
+        [6, "assistant", "Held: back"],
+      ]);
+      expect(await storedTurns(id)).toBe(7);
     });
 
     it("a transaction abandoned in a black hole releases the conversation: its next run succeeds", async () => {
@@ -550,10 +562,16 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
 
       // The server ended the abandoned transaction idleInTransactionTimeoutMs after its last
       // statement, before the service even gave up on it (queryTimeoutMs), so the row lock it
-      // held is gone; the turn passes on once the lease lapses, and the next run succeeds.
+      // held is gone. The waiting run gives its ticket back once the database answers: stored
+      // as an error with its user message, which its client was told of (the `error` event);
+      // the next run takes the turn after it, without waiting for a lease.
+      const restored = Date.now();
+      await expect
+        .poll(async () => direct.findRun(waitingRun.data.run_id), { timeout: RECOVERY_MS })
+        .toMatchObject({ status: "error", error: expect.stringContaining("could not store this run") });
       const response = await execute(heldKey, { payload: "back", conversation_id: id });
       expect(response.status).toBe(200);
-      expect(await direct.findRun(waitingRun.data.run_id)).toBeNull();
+      expect(Date.now() - restored).toBeLessThan(RECOVERY_MS);
       const after = await history(id, heldKey);
       expect(after.slice(0, before.length)).toEqual(before);
       expect(after.map((m) => [m.turn_index, m.content])).toEqual([
@@ -561,8 +579,9 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
         [1, "Held: hello 0"],
         [2, "hold"],
         [3, "Held: hold"],
-        [4, "back"],
-        [5, "Held: back"],
+        [4, "queued words"],
+        [5, "back"],
+        [6, "Held: back"],
       ]);
       expect(crashes).toEqual([]);
     });

@@ -21,6 +21,7 @@ import type { LiveChat } from "../livechat/live-chat.js";
 import { withHuman } from "../livechat/modes.js";
 import type { RunAbort } from "./abort.js";
 import { RunTimedOut } from "./deadlines.js";
+import { settleFailedRun } from "./settle.js";
 import type { HeldTurn, RunLifecycle } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
@@ -161,6 +162,8 @@ class RunDriver implements RunSteps {
   #followed = false;
   /** The turn, once claimed, until the flow runs: then only what the run's end needs of it is kept. */
   #turn: ClaimedTurn | null;
+  /** Whether the run's claim on its turn was stored (and answered). */
+  #claimed: boolean;
   /** The conversation's mode, and since when, as the run found it. */
   #mode: ConversationMode = "bot";
   #modeSince = "";
@@ -191,6 +194,7 @@ class RunDriver implements RunSteps {
     this.#input = input;
     this.#client = client;
     this.#turn = input.claimed;
+    this.#claimed = input.claimed !== null;
     // The driver keeps the turn, and only until its flow runs (see #begin).
     input.claimed = null;
     this.#startedMs = input.claimedAtMs;
@@ -234,9 +238,33 @@ class RunDriver implements RunSteps {
       this.#over = true;
       return this.#ended(await this.#finish(this.#end, this.#transcript as Transcript));
     } catch (error) {
-      this.#ended(undefined);
+      this.#failed();
       throw error;
     }
+  }
+
+  /**
+   * The storage failed before the run was stored: the run is over for its client, and a run
+   * that took its ticket gives it back (with its turn, when it held it) once the storage
+   * answers again, rather than after its lease.
+   */
+  #failed(): void {
+    const input = this.#input;
+    if (this.#held) input.lifecycle.releaseTurn(this.#held);
+    if (input.begun) {
+      const { run, userMessage } = claimOf(input, this.#startedMs, input.lifecycle.leaseMs);
+      settleFailedRun({
+        storage: input.storage,
+        lifecycle: input.lifecycle,
+        run,
+        conversation: input.conversation,
+        ticket: input.ticket,
+        claimed: this.#claimed,
+        userMessage,
+        recorded: input.stream !== undefined,
+      });
+    }
+    this.#ended(undefined);
   }
 
   /** The run is over (stored, or failed to be): the lifecycle releases it. */
@@ -282,6 +310,7 @@ class RunDriver implements RunSteps {
       const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
       if (input.stream) claim.stream = input.stream;
       this.#turn = await input.storage.claimTurn(claim);
+      this.#claimed = this.#turn !== null;
     }
     const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
     this.#transcript = transcript;
