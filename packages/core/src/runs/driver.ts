@@ -225,7 +225,7 @@ class RunDriver implements RunSteps {
           else if (step.done) end = { status: "success", result: step.value ?? null, error: null };
           else parts = transcript.apply(step.value);
         } catch (thrown) {
-          end = abort.aborted ? CANCELLED : { status: "error", result: null, error: thrown instanceof Error ? thrown.message : String(thrown) };
+          end = abort.aborted ? CANCELLED : this.#flowFailed(thrown);
         }
         this.#stopWaking();
         if (end) parts = this.#flowEnded(end, transcript);
@@ -362,6 +362,16 @@ class RunDriver implements RunSteps {
     if (this.#wake === null) return;
     this.#input.abort.offAbort(this.#wake);
     this.#wake = null;
+  }
+
+  /**
+   * The flow threw: its client gets the message, the server's log the error itself, with the
+   * ids that find the run, since nothing else on the server would tell of it.
+   */
+  #flowFailed(thrown: unknown): FlowEnd {
+    const { lifecycle, flow, runId, channel, conversation } = this.#input;
+    lifecycle.logger.error(`channelkit: flow "${flow.name}" failed: run ${runId}, channel ${channel.id}, conversation ${conversation.id}`, thrown);
+    return { status: "error", result: null, error: thrown instanceof Error ? thrown.message : String(thrown) };
   }
 
   /** The flow ended: what it ended with is kept, and the text left open is closed. */
