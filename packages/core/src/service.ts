@@ -24,6 +24,7 @@ import { openApiDocument } from "./openapi/document.js";
 import { openApiRoute } from "./openapi/route.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import { RunStreams } from "./streams/run-streams.js";
+import { checkOptionNames } from "./service-options.js";
 import type { ChannelPlugin } from "./plugins.js";
 import type { ChannelRecord, Storage } from "./storage/types.js";
 
@@ -161,6 +162,7 @@ export interface ChannelService {
  * serve(service, { port: 3000 });
  */
 export async function createChannelService(options: ChannelServiceOptions): Promise<ChannelService> {
+  checkOptionNames(options);
   const logger = options.logger ?? console;
   const production = options.production ?? nodeEnv() === "production";
   const { turnPollMaxMs } = options;
