@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { StreamLimits } from "@channelkit/core";
 import { UsageError } from "./errors.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -81,4 +82,23 @@ export function rateLimitsValue<T>(
     );
   }
   return parsed.data;
+}
+
+/** A cap (`--max-connections`, `--streams-per-key`): a whole number from 1, or `off` for none; undefined when not given. */
+export function capValue(name: string, value: string | undefined): number | false | undefined {
+  if (value === undefined) return undefined;
+  if (value === "off") return false;
+  const number = /^\d{1,9}$/.test(value) ? Number(value) : Number.NaN;
+  if (!(number >= 1)) throw new UsageError(`--${name} takes a whole number from 1 to 999999999, or off for no cap, not "${value}"`);
+  return number;
+}
+
+/** `--streams-per-key` and `--streams-per-address` as the `streamLimits` option: undefined when neither is given. */
+export function streamLimitsValue(perKey: string | undefined, perAddress: string | undefined): StreamLimits | undefined {
+  const limits: StreamLimits = {};
+  const key = capValue("streams-per-key", perKey);
+  const address = capValue("streams-per-address", perAddress);
+  if (key !== undefined) limits.perKey = key;
+  if (address !== undefined) limits.perAddress = address;
+  return key === undefined && address === undefined ? undefined : limits;
 }

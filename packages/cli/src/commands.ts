@@ -2,7 +2,7 @@ import { channelRateLimitsWireSchema, type ChannelAdmin, isServiceError, Service
 import { serve } from "@channelkit/node";
 import { widgetAsset } from "@channelkit/widget/plugin";
 import { signAdminToken } from "./admin-token.js";
-import { booleanValue, integerValue, jsonValue, oneOf, parse, rateLimitsValue, required } from "./args.js";
+import { booleanValue, capValue, integerValue, jsonValue, oneOf, parse, rateLimitsValue, required, streamLimitsValue } from "./args.js";
 import { findConfig } from "./config.js";
 import { type DemoWidget, provisionDemo } from "./demo.js";
 import { checkTenantsExist } from "./known-tenants.js";
@@ -235,12 +235,17 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "drain-ms": { type: "string" },
     "rate-limits": { type: "string" },
     "trust-proxy": { type: "string" },
+    "streams-per-key": { type: "string" },
+    "streams-per-address": { type: "string" },
+    "max-connections": { type: "string" },
   });
   const rawLimits = values["rate-limits"];
   const rateLimits = rawLimits === undefined ? undefined : rawLimits === "off" ? false : rateLimitsValue("rate-limits", rawLimits, serviceRateLimitsWireSchema);
   const rawTrust = values["trust-proxy"];
   const trustProxy =
     rawTrust === undefined ? undefined : rawTrust === "true" ? true : rawTrust === "false" ? false : integerValue("trust-proxy", rawTrust, 0, 100);
+  const streamLimits = streamLimitsValue(values["streams-per-key"], values["streams-per-address"]);
+  const maxConnections = capValue("max-connections", values["max-connections"]);
   const drainMs = integerValue("drain-ms", values["drain-ms"] ?? "10000", 0, 3_600_000);
   const livechat = oneOf("livechat", values.livechat, ["inbox", "bridge", "off"] as const);
   const rawPort = values.port ?? io.env.PORT ?? "3000";
@@ -258,11 +263,19 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   // page at `/` learns its key once the demo is provisioned, after the server listens.
   let demoWidget: DemoWidget | null = null;
   const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
-  const host = await openHost(values, io, { turnLeaseMs, adminDevMode: values["admin-dev-mode"] === true, livechat, plugins, rateLimits, trustProxy });
+  const host = await openHost(values, io, {
+    turnLeaseMs,
+    adminDevMode: values["admin-dev-mode"] === true,
+    livechat,
+    plugins,
+    rateLimits,
+    trustProxy,
+    streamLimits,
+  });
   const { service } = host;
   let server: Awaited<ReturnType<typeof serve>>;
   try {
-    server = await serve(service, { port, host: hostname });
+    server = await serve(service, { port, host: hostname, ...(maxConnections === undefined ? {} : { maxConnections }) });
   } catch (error) {
     await service.close();
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {

@@ -68,6 +68,7 @@ const OPTIONS = {
   turnPollMaxMs: true,
   rateLimits: true,
   trustProxy: true,
+  streamLimits: true,
   openapi: true,
 } satisfies Record<keyof ChannelkitConfig, true>;
 

@@ -10,6 +10,7 @@ import {
   liveChatWebhookBridge,
   type ServiceRateLimits,
   type Storage,
+  type StreamLimits,
   type TrustProxy,
 } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
@@ -41,6 +42,8 @@ export interface Serving {
   turnLeaseMs: number | undefined;
   rateLimits: Partial<ServiceRateLimits> | false | undefined;
   trustProxy: TrustProxy | undefined;
+  /** `--streams-per-key`, `--streams-per-address`: each replaces the config's cap, the other kept. */
+  streamLimits?: StreamLimits | undefined;
   adminDevMode: boolean;
   /** `--livechat`, undefined when not given. */
   livechat: LiveChatChoice | undefined;
@@ -165,6 +168,7 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
       if (serving.turnLeaseMs !== undefined) options.turnLeaseMs = serving.turnLeaseMs;
       if (serving.rateLimits !== undefined) options.rateLimits = serving.rateLimits;
       if (serving.trustProxy !== undefined) options.trustProxy = serving.trustProxy;
+      if (serving.streamLimits !== undefined) options.streamLimits = { ...(options.streamLimits || {}), ...serving.streamLimits };
     }
     const service = await failingAs("service_error", () => createChannelService(options));
     return { service, config: file, db, flows: options.flows.map((flow) => flow.name), basePath: (options.basePath ?? "").replace(/\/+$/, "") };

@@ -45,6 +45,7 @@ export const ERROR_CODES = {
   request_timeout: 408,
   headers_too_large: 431,
   rate_limited: 429,
+  too_many_streams: 429,
   runtime_error: 500,
   signing_secret_unavailable: 503,
   flow_unavailable: 503,

@@ -4,6 +4,7 @@ import type { Flow } from "./flows/define.js";
 import type { FlowIdentity } from "./runs/json.js";
 import type { LiveChat } from "./livechat/live-chat.js";
 import type { RateLimiter } from "./ratelimit/limiter.js";
+import type { OpenStreams } from "./ratelimit/open-streams.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { RunStreams } from "./streams/run-streams.js";
 import type { Storage } from "./storage/types.js";
@@ -36,6 +37,8 @@ export interface ServiceContext {
   livechat: LiveChat;
   /** The rate limits: a route counts a request once it knows who sends it. */
   limits: RateLimiter;
+  /** The caps on streams open at once: a route answering a stream opens it through them. */
+  openStreams: OpenStreams;
   /** Resumable streams: recorded runs, their followers and cancels, across instances. */
   streams: RunStreams;
 }

@@ -33,6 +33,7 @@ export {
   type RateLimitStore,
 } from "./ratelimit/store.js";
 export type { RateLimiter } from "./ratelimit/limiter.js";
+export { DEFAULT_STREAM_LIMITS, type OpenStreams, type StreamLimits } from "./ratelimit/open-streams.js";
 export type { TrustProxy } from "./ratelimit/address.js";
 export type { Logger } from "./context.js";
 export type { ChannelAdmin, CreatedChannel, TenantView } from "./admin/operations.js";

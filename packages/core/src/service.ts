@@ -20,6 +20,7 @@ import { trustedHops, type TrustProxy } from "./ratelimit/address.js";
 import { RateLimiter } from "./ratelimit/limiter.js";
 import { DEFAULT_RATE_LIMITS, serviceRateLimitsSchema, type ServiceRateLimits } from "./ratelimit/rules.js";
 import { memoryRateLimitStore, type RateLimitStore } from "./ratelimit/store.js";
+import { DEFAULT_STREAM_LIMITS, OpenStreams, type StreamLimits, streamLimitsSchema } from "./ratelimit/open-streams.js";
 import { openApiDocument } from "./openapi/document.js";
 import { openApiRoute } from "./openapi/route.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
@@ -91,6 +92,16 @@ export interface ChannelServiceOptions {
    * header and pick its own address.
    */
   trustProxy?: TrustProxy;
+  /**
+   * Caps on the answers that stay open, counted in this process (see docs/security.md, "Open
+   * streams"): the live-chat events, the resumable streams, the inbox feed and every streamed
+   * run (execute with `stream`, the widget's chat). `perKey` (default 1000) counts per API key
+   * and per agent, `perAddress` (default 100) per client address for publishable keys; each a
+   * number of streams or `false` for none, replacing its default. Past a cap the request is
+   * 429 `too_many_streams` with `Retry-After`, before anything runs; a stream gives its slot
+   * back when it ends for any reason. `false` turns the caps off.
+   */
+  streamLimits?: StreamLimits | false;
   /**
    * Whether the service answers `GET /public/v1/openapi.json` (under its `basePath`) with the
    * OpenAPI 3.1 document of the routes it mounts (default `true`). `false` leaves the route
@@ -186,6 +197,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     flows.set(flow.name, { flow, name: flow.name, id: flow.id ?? (await uuidV5(flow.name)), version: flow.version ?? null });
   }
 
+  const streamLimits = streamCaps(options);
+  const limits = rateLimiter(options, streamLimits !== null && streamLimits.perAddress !== false);
+  const openStreams = new OpenStreams(streamLimits, (request) => limits.addressOf(request));
   const feed = options.storage.feed ?? inProcessFeed();
   const leaseMs = options.turnLeaseMs ?? 30_000;
   const ctx: ServiceContext = {
@@ -210,7 +224,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       estimateTokens: options.estimateTokens ?? defaultEstimate,
     }),
     production,
-    limits: rateLimiter(options),
+    limits,
+    openStreams,
     streams: new RunStreams({ store: options.storage.runStreams, feed, logger, leaseMs }),
   };
 
@@ -337,10 +352,22 @@ async function checkChannels(ctx: ServiceContext): Promise<void> {
   }
 }
 
+/** The caps on open streams, from the options: the defaults where they say nothing, null when off. */
+function streamCaps(options: ChannelServiceOptions): Required<StreamLimits> | null {
+  if (options.streamLimits === false) return null;
+  const checked = streamLimitsSchema.safeParse(options.streamLimits ?? {});
+  if (!checked.success)
+    throw new TypeError(
+      `channelkit: invalid streamLimits option: ${checked.error.issues.map((issue) => `${issue.path.join(".") || "streamLimits"}: ${issue.message}`).join("; ")}`,
+    );
+  const { perKey, perAddress } = checked.data;
+  return { perKey: perKey ?? DEFAULT_STREAM_LIMITS.perKey, perAddress: perAddress ?? DEFAULT_STREAM_LIMITS.perAddress };
+}
+
 /** The service's rate limiter, from its options: the defaults where they say nothing. */
-function rateLimiter(options: ChannelServiceOptions): RateLimiter {
+function rateLimiter(options: ChannelServiceOptions, addressesNeeded: boolean): RateLimiter {
   const hops = trustedHops(options.trustProxy);
-  if (options.rateLimits === false) return new RateLimiter(null, memoryRateLimitStore(), hops);
+  if (options.rateLimits === false) return new RateLimiter(null, memoryRateLimitStore(), hops, addressesNeeded);
   const { store, ...limits } = options.rateLimits ?? {};
   const checked = serviceRateLimitsSchema.safeParse(limits);
   if (!checked.success)

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import type { Duplex } from "node:stream";
 import { assertChannelService, ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
 import type { AddressInfo } from "node:net";
+import { maxConnections } from "./connections.js";
 import { type NodeHandlerOptions, toNodeHandler, type WebHandler } from "./handler.js";
 
 /** Options of {@link serve}. */
@@ -16,6 +17,13 @@ export interface ServeOptions extends NodeHandlerOptions {
   requestTimeoutMs?: number;
   /** How long an idle keep-alive connection stays open, in ms (default 5000). */
   keepAliveTimeoutMs?: number;
+  /**
+   * Connections open at once (Node's `server.maxConnections`); one past it is closed as soon
+   * as it is accepted. Default 10000, or three quarters of the process's open-file limit when
+   * that is lower (read on Linux), so that the database keeps descriptors when clients hold
+   * every connection; `false` for no cap. See docs/deploying.md.
+   */
+  maxConnections?: number | false;
 }
 
 /** A listening server: what {@link serve} resolves to once it listens. */
@@ -118,6 +126,8 @@ export function serve(service: WebHandler, options: ServeOptions = {}): Promise<
     },
     withHost(toNodeHandler(service, options)),
   );
+  const cap = maxConnections(options.maxConnections);
+  if (cap !== undefined) server.maxConnections = cap;
   server.on("clientError", answerClientError);
   // A CONNECT (a proxy's tunnel) is no route of a channel service: refused in the envelope,
   // where Node would otherwise close the socket without a word.

@@ -16,6 +16,8 @@ describe("withCors", () => {
     expect(
       withCors(request("https://app.example"), reply({ ratelimit: "limit=1", "idempotent-replayed": "true" })).headers["access-control-expose-headers"],
     ).toBe("Retry-After, RateLimit, RateLimit-Policy, Idempotent-Replayed");
+    // A refusal that counted no rate limit (too_many_streams on a server key) still says when to retry.
+    expect(withCors(request("https://app.example"), reply({ "retry-after": "5" })).headers["access-control-expose-headers"]).toBe("Retry-After");
     expect(withCors(request("https://app.example"), reply({})).headers["access-control-expose-headers"]).toBeUndefined();
     // No Origin, no CORS headers at all.
     expect(withCors(request(null), reply({ "idempotent-replayed": "true" })).headers["access-control-allow-origin"]).toBeUndefined();

@@ -17,6 +17,7 @@ export function withCors(request: IncomingRequest, reply: Reply): Reply {
   // to retry, and whether an idempotent request's answer is a replay.
   const exposed: string[] = [];
   if (reply.headers.ratelimit !== undefined) exposed.push("Retry-After, RateLimit, RateLimit-Policy");
+  else if (reply.headers["retry-after"] !== undefined) exposed.push("Retry-After");
   if (reply.headers["idempotent-replayed"] !== undefined) exposed.push("Idempotent-Replayed");
   if (exposed.length > 0) reply.headers["access-control-expose-headers"] = exposed.join(", ");
   return reply;

@@ -43,6 +43,10 @@ export const ERROR_CODES = {
   request_timeout: { status: 408, message: "The request did not arrive in time." },
   headers_too_large: { status: 431, message: "The request's headers are too large." },
   rate_limited: { status: 429, message: "Too many requests: retry after the time in the Retry-After header." },
+  too_many_streams: {
+    status: 429,
+    message: "Too many streams are open at once for this key or client address: close one, then retry after the time in the Retry-After header.",
+  },
   runtime_error: { status: 500, message: "An unexpected error occurred in the service." },
   signing_secret_unavailable: { status: 503, message: "A signature is required but no signing secret is configured for this channel." },
   jwks_unavailable: { status: 503, message: "The key set that verifies admin tokens cannot be fetched; try again shortly." },

@@ -21,15 +21,19 @@ const PAGE = 100;
  * without it the stream starts from now.
  */
 export async function conversationEvents(request: IncomingRequest, conversationId: string, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateRequest(request, ctx);
+  const found = await authenticateRequest(request, ctx);
+  const { channel } = found;
   const conversation = await conversationOrDetail(ctx.storage, channel, conversationId);
   if (isDetailReply(conversation)) return conversation;
   const after = afterTurn(request) ?? conversation.nextTurn - 1;
+  return ctx.openStreams.forKey(request, found, () => subscribe(ctx, channel, conversationId, after));
+}
 
+/** The subscription's stream, listening before its first read: nothing that happens in between is missed. */
+async function subscribe(ctx: ServiceContext, channel: ChannelRecord, conversationId: string, after: number): Promise<Reply> {
   let unsubscribe: () => void = () => undefined;
   const stream = ctx.livechat.openStream(() => unsubscribe());
   const watcher = new ConversationWatcher(ctx, channel, conversationId, after, stream);
-  // Listening before the first read: nothing that happens in between is missed.
   const stop = await ctx.livechat.subscribe(conversationId, () => watcher.refresh());
   unsubscribe = () => {
     stop();

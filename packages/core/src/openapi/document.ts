@@ -75,6 +75,17 @@ export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenApiDo
           RateLimit: header("RateLimit", true),
           "RateLimit-Policy": header("RateLimit-Policy", true),
         }),
+        TooManyRequests: errorResponse(
+          "Over a rate limit (`rate_limited`, with the RateLimit fields) or over the caps on streams open at once (`too_many_streams`: the service's `streamLimits`, per key and per client address, counted per process): retry after `Retry-After` seconds.",
+          ["rate_limited", "too_many_streams"],
+          {
+            ...corsHeaders(false),
+            "Access-Control-Expose-Headers": header("Access-Control-Expose-Headers"),
+            "Retry-After": header("Retry-After", true),
+            RateLimit: header("RateLimit"),
+            "RateLimit-Policy": header("RateLimit-Policy"),
+          },
+        ),
         RuntimeError: errorResponse("A failure of the service itself (database down, a bug); a flow's failure is a run outcome instead.", ["runtime_error"]),
       },
       headers: HEADERS,
@@ -96,7 +107,7 @@ export function routeKey(method: string, path: string): string {
 const DESCRIPTION = [
   "The HTTP routes of a channelkit service: the API channel (execute, history), the widget, the webhook channel, the live chat, the resumable streams, and the routes of channelkit's plugins (`adminApi()`, `liveChatInbox()`, `liveChatWebhookBridge()`, `widgetAsset()`), each marked `x-channelkit-plugin`. Generated from the zod schemas the service validates and answers with; the contract suite checks every answer it receives against it.",
   "",
-  'Errors answer `{ "error": { "code", "message" } }` with the status of the code (the codes each route may answer are listed with it), except the `{ "detail" }` 404 of history and the routes beside it. Any route may also answer `429 rate_limited` when it counts a request, and `500 runtime_error`. A path the service does not have is `404 not_found`; a method it does not take there, `405 method_not_allowed` with `Allow`. Behind `@channelkit/node` (`channelkit serve`), what the HTTP parser refuses is `400 bad_request`, `408 request_timeout` or `431 headers_too_large`, in the envelope.',
+  'Errors answer `{ "error": { "code", "message" } }` with the status of the code (the codes each route may answer are listed with it), except the `{ "detail" }` 404 of history and the routes beside it. Any route may also answer `429 rate_limited` when it counts a request, and `500 runtime_error`; a route whose answer stays open (an event stream, a streamed run) answers `429 too_many_streams` past the caps on streams open at once. A path the service does not have is `404 not_found`; a method it does not take there, `405 method_not_allowed` with `Allow`. Behind `@channelkit/node` (`channelkit serve`), what the HTTP parser refuses is `400 bad_request`, `408 request_timeout` or `431 headers_too_large`, in the envelope.',
   "",
   "A request with an `Origin` gets it back in `Access-Control-Allow-Origin` (with `Vary: Origin`), on every answer; credentials are never allowed.",
 ].join("\n");
@@ -106,7 +117,8 @@ const HEADERS: Record<string, { description: string; schema: JsonSchema }> = {
   "Access-Control-Allow-Origin": { description: "The request's `Origin`, when it sent one (printable ASCII).", schema: { type: "string" } },
   Vary: { description: "`Origin`, when the request sent one.", schema: { type: "string" } },
   "Access-Control-Expose-Headers": {
-    description: "`Retry-After, RateLimit, RateLimit-Policy`, when the request sent an `Origin` and was counted.",
+    description:
+      "`Retry-After, RateLimit, RateLimit-Policy`, when the request sent an `Origin` and was counted; `Retry-After` alone on another answer that has one.",
     schema: { type: "string" },
   },
   RateLimit: {
@@ -235,8 +247,10 @@ function responsesOf(operation: OperationSpec): Record<string, unknown> {
   const statuses = statusesOf(operation.errors);
   if (operation.detailNotFound && !statuses.includes(404)) statuses.push(404);
   for (const status of statuses.sort((a, b) => a - b)) {
-    if (status === 429) responses[status] = { $ref: "#/components/responses/RateLimited" };
-    else if (status === 500) responses[status] = { $ref: "#/components/responses/RuntimeError" };
+    if (status === 429) {
+      const streamed = operation.errors.includes("too_many_streams");
+      responses[status] = { $ref: `#/components/responses/${streamed ? "TooManyRequests" : "RateLimited"}` };
+    } else if (status === 500) responses[status] = { $ref: "#/components/responses/RuntimeError" };
     else if (status === 404 && operation.detailNotFound) responses[status] = detailNotFoundResponse(operation);
     else {
       const codes = codesWithStatus(operation.errors, status);

@@ -116,6 +116,8 @@ const PUBLISHABLE_KEY: ErrorCode[] = [...CHANNEL_KEY, "public_key_required"];
 const JSON_BODY: ErrorCode[] = ["unsupported_media_type", "payload_too_large", "bad_request", "validation_error"];
 /** A channel's signature, when the channel requires one. */
 const SIGNATURE: ErrorCode[] = ["signing_secret_unavailable", "signature_required", "invalid_signature", "signature_expired"];
+/** A stream that stays open: past the caps on open streams (the service's `streamLimits`). */
+const STREAMED: ErrorCode[] = ["too_many_streams"];
 /** An admin JWT for the tenant of `X-Tenant-ID`. */
 const ADMIN: ErrorCode[] = ["missing_tenant", "unauthorized", "forbidden", "jwks_unavailable", "rate_limited", "runtime_error"];
 
@@ -254,7 +256,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
         optionalHeaders: [...STREAM_HEADERS, ...HOP_BY_HOP, "Idempotent-Replayed"],
       },
     },
-    errors: [...CHANNEL_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", ...IDEMPOTENCY, "flow_unavailable"],
+    errors: [...CHANNEL_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", ...IDEMPOTENCY, "flow_unavailable", ...STREAMED],
     counted: true,
   },
   preflight(`${CONVERSATION}/messages`, "api", "getHistory"),
@@ -309,7 +311,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
         optionalHeaders: HOP_BY_HOP,
       },
     },
-    errors: [...CHANNEL_KEY, "validation_error"],
+    errors: [...CHANNEL_KEY, "validation_error", ...STREAMED],
     detailNotFound: true,
     counted: true,
   },
@@ -340,7 +342,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     security: "channelKey",
     parameters: [SESSION_ID, ORIGIN],
     responses: RESUME_RESPONSES,
-    errors: CHANNEL_KEY,
+    errors: [...CHANNEL_KEY, ...STREAMED],
     detailNotFound: true,
     counted: true,
   },
@@ -392,7 +394,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     responses: {
       200: { description: "The run as a stream of server-sent events.", sse: "UIMessageStreamEvent", headers: STREAM_HEADERS, optionalHeaders: HOP_BY_HOP },
     },
-    errors: [...PUBLISHABLE_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", "flow_unavailable"],
+    errors: [...PUBLISHABLE_KEY, ...JSON_BODY, ...SIGNATURE, "conversation_not_found", "conversation_forbidden", "flow_unavailable", ...STREAMED],
     counted: true,
   },
   preflight(`${WIDGET_CHAT}/{chat_id}/stream`, "widget", "resumeWidgetChatStream"),
@@ -406,7 +408,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     security: "publishableKey",
     parameters: [CHAT_ID, ORIGIN],
     responses: RESUME_RESPONSES,
-    errors: PUBLISHABLE_KEY,
+    errors: [...PUBLISHABLE_KEY, ...STREAMED],
     detailNotFound: true,
     counted: true,
   },
@@ -645,7 +647,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     responses: {
       200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"], optionalHeaders: HOP_BY_HOP },
     },
-    errors: ADMIN,
+    errors: [...ADMIN, ...STREAMED],
     counted: true,
   },
   {

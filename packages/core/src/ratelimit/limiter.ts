@@ -36,20 +36,26 @@ export class RateLimiter {
   readonly #limits: ServiceRateLimits | null;
   readonly #store: RateLimitStore;
   readonly #hops: number;
+  /** Whether addresses are remembered: something counts by them (the rate limits, or the caps on open streams). */
+  readonly #remembers: boolean;
   /** The socket address of requests that do not carry their own (a Web `Request`). */
   readonly #addresses = new WeakMap<object, string>();
   readonly #applied = new WeakMap<object, AppliedLimit[]>();
 
-  /** @param limits null when rate limiting is off. */
-  constructor(limits: ServiceRateLimits | null, store: RateLimitStore, hops: number) {
+  /**
+   * @param limits null when rate limiting is off.
+   * @param addressesNeeded whether something else counts by the client's address (the caps on open streams).
+   */
+  constructor(limits: ServiceRateLimits | null, store: RateLimitStore, hops: number, addressesNeeded = false) {
     this.#limits = limits;
     this.#store = store;
     this.#hops = hops;
+    this.#remembers = limits !== null || addressesNeeded;
   }
 
   /** Remembers the socket address of `request`, for a request object that cannot carry it. */
   remember(request: object, address: string | undefined): void {
-    if (this.#limits !== null && address) this.#addresses.set(request, address);
+    if (this.#remembers && address) this.#addresses.set(request, address);
   }
 
   /** The client's address (see `trustProxy`), or undefined where the adapter cannot tell. */

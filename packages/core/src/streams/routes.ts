@@ -13,10 +13,10 @@ import type { ChannelRecord, ConversationRecord } from "../storage/types.js";
  * The checks of history, its 404 included.
  */
 export async function resumeConversationStream(request: IncomingRequest, conversationId: string, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateRequest(request, ctx);
-  const conversation = await conversationOrDetail(ctx.storage, channel, conversationId);
+  const found = await authenticateRequest(request, ctx);
+  const conversation = await conversationOrDetail(ctx.storage, found.channel, conversationId);
   if (isDetailReply(conversation)) return conversation;
-  return ctx.streams.resume(conversation.id);
+  return ctx.openStreams.forKey(request, found, () => ctx.streams.resume(conversation.id));
 }
 
 /**
@@ -36,11 +36,11 @@ export async function cancelConversationRun(request: IncomingRequest, conversati
  * conversation, with publishable keys only; 204 for a chat that has no conversation yet.
  */
 export async function resumeChatStream(request: IncomingRequest, chatId: string, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateRequest(request, ctx, { publicKeyOnly: true });
-  const conversation = await chatConversation(chatId, channel, ctx);
+  const found = await authenticateRequest(request, ctx, { publicKeyOnly: true });
+  const conversation = await chatConversation(chatId, found.channel, ctx);
   if (conversation === null) return NO_CONTENT();
   if (isDetailReply(conversation)) return conversation;
-  return ctx.streams.resume(conversation.id);
+  return ctx.openStreams.forKey(request, found, () => ctx.streams.resume(conversation.id));
 }
 
 /** `POST /public/widget/chat/{chatId}/cancel`: {@link cancelConversationRun} for the chat's conversation. */

@@ -24,17 +24,36 @@ type ExecuteRequest = z.infer<typeof executeRequestSchema>;
  * stream. With an `Idempotency-Key`, once per key: a retry gets the first answer (docs/api.md).
  */
 export async function execute(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateRequest(request, ctx);
+  const found = await authenticateRequest(request, ctx);
+  const { channel } = found;
   requireJsonContentType(request);
   const body = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, body, ctx);
   const key = idempotencyKeyOf(request);
   const parsed = parseJson(body);
   const input = validate(executeRequestSchema, parsed);
-
+  // A streamed answer holds its connection for the whole run: it counts against the caps on
+  // open streams, refused before the run starts.
+  if (input.stream ?? channel.defaultStream) {
+    return await ctx.openStreams.forKey(request, found, () =>
+      key === null ? runOnConversation(request, ctx, channel, input) : runOnce(request, ctx, channel, input, key, parsed),
+    );
+  }
   // Without a key, nothing more than today: no closure, no statement.
   // Awaited: an async function that returns a promise adopts it a turn of the microtasks later.
   if (key === null) return await runOnConversation(request, ctx, channel, input);
+  return await runOnce(request, ctx, channel, input, key, parsed);
+}
+
+/** {@link run} once per `Idempotency-Key`: a retry gets the first answer. */
+async function runOnce(
+  request: IncomingRequest,
+  ctx: ServiceContext,
+  channel: ChannelRecord,
+  input: ExecuteRequest,
+  key: string,
+  parsed: unknown,
+): Promise<Reply> {
   const existing = input.conversation_id ? await findOwnConversation(ctx.storage, channel, input.conversation_id) : null;
   const registered = channelFlow(ctx, channel);
   return answerOnce(ctx, request, { channelId: channel.id, operation: "execute", key, body: parsed }, (kept) =>

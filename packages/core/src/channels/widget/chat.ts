@@ -15,15 +15,19 @@ import { type ChatTurn, chatTurn } from "./chat-turn.js";
  * checks are execute's, in its order, with publishable keys only.
  */
 export async function chat(request: IncomingRequest, ctx: ServiceContext): Promise<Reply> {
-  const { channel } = await authenticateRequest(request, ctx, { publicKeyOnly: true });
+  const found = await authenticateRequest(request, ctx, { publicKeyOnly: true });
+  const { channel } = found;
   requireJsonContentType(request);
   const raw = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, raw, ctx);
   const turn = await chatTurn(parseJson(raw), channel, ctx);
-  const run = await start(request, channel, turn, ctx);
-  if (ctx.streams.records(channel)) return ctx.streams.record(run);
-  const stream = uiMessageStream(run, ctx.logger);
-  return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
+  // Refused past the caps on open streams before the run starts (docs/security.md).
+  return ctx.openStreams.forKey(request, found, async () => {
+    const run = await start(request, channel, turn, ctx);
+    if (ctx.streams.records(channel)) return ctx.streams.record(run);
+    const stream = uiMessageStream(run, ctx.logger);
+    return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: stream };
+  });
 }
 
 async function start(request: IncomingRequest, channel: ChannelRecord, turn: ChatTurn, ctx: ServiceContext): Promise<StartedRun> {

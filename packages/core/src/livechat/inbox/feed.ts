@@ -2,7 +2,7 @@ import { adminRequest, type AdminAuthenticate } from "../../admin/request.js";
 import type { ServiceContext } from "../../context.js";
 import { messageView } from "../../conversations/message-view.js";
 import { SSE_HEADERS, sseEvent } from "../../http/sse.js";
-import { toResponse } from "../../http/reply.js";
+import { type Reply, toResponse } from "../../http/reply.js";
 import type { RouteRequest } from "../../plugins.js";
 import type { TenantSignal } from "../live-chat.js";
 import { channelsOf } from "./routes.js";
@@ -17,6 +17,11 @@ import { inboxConversationView } from "./views.js";
  */
 export async function feedRoute(request: RouteRequest, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
   const { caller } = await adminRequest(request, ctx, authenticate);
+  return toResponse(await ctx.openStreams.forAgent(caller.tenantId, caller.actor, () => subscribe(ctx, caller.tenantId)));
+}
+
+/** The tenant's feed as a stream, listening before it says it is ready. */
+async function subscribe(ctx: ServiceContext, tenantId: string): Promise<Reply> {
   let unsubscribe: () => void = () => undefined;
   const stream = ctx.livechat.openStream(() => unsubscribe());
   const channels = channelsOf(ctx);
@@ -32,10 +37,10 @@ export async function feedRoute(request: RouteRequest, ctx: ServiceContext, auth
         (error) => ctx.logger.warn("channelkit: the live-chat feed could not read a conversation", error),
       );
   };
-  unsubscribe = await ctx.livechat.subscribeTenant(caller.tenantId, onSignal);
+  unsubscribe = await ctx.livechat.subscribeTenant(tenantId, onSignal);
   if (stream.ended) unsubscribe();
   stream.push(sseEvent({ type: "ready" }));
-  return toResponse({ status: 200, headers: { ...SSE_HEADERS }, body: stream });
+  return { status: 200, headers: { ...SSE_HEADERS }, body: stream };
 }
 
 async function eventOf(ctx: ServiceContext, channels: ReturnType<typeof channelsOf>, signal: TenantSignal) {
