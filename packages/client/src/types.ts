@@ -1,6 +1,6 @@
 /**
  * The wire's shapes, in the wire's names: what the client sends and what the service answers.
- * Written by hand from the contract (`shared/spec/interface.md`) and the routes of
+ * Written by hand from the contract (docs/api.md) and the routes of
  * `@channelkit/core`, so the client depends on nothing but `eventsource-parser`.
  */
 
@@ -58,8 +58,9 @@ export interface RunDocument {
       /** `livechat_waiting` when the run handed over to live chat, else null. */
       livechat_mode: ConversationMode | null;
     };
-  } | null;
-  usage: { total_nodes: number; duration_ms: number } | null;
+  };
+  /** Always set by channelkit's server (the contract allows null; it never answers it). */
+  usage: { total_nodes: number; duration_ms: number };
   /** Set when `status` is `error`: `{ code: "flow_error", message }`. */
   error: { code: string; message: string } | null;
 }
