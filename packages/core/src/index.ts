@@ -108,4 +108,5 @@ export type * from "./storage/types.js";
 export { memoryStorage } from "./storage/memory.js";
 export { generateApiKey, hashApiKey } from "./auth/api-keys.js";
 export { newConversationRecord, storedMessage } from "./storage/records.js";
+export { TurnPassedOver } from "./storage/turn-passed-over.js";
 export { createSecretBox } from "./auth/secret-box.js";

@@ -85,21 +85,26 @@ export function requestPathQueries(db: Kysely<Database>) {
         .where("serving", "=", $(3))
         .returning(CONVERSATION_COLUMNS),
     ),
-    takeOver: new PreparedQuery(4, ($) =>
+    // A lapsed turn taken over by the waiting run of ticket $(4): served at once, past the
+    // tickets between, whose runs are gone with the instance that held the lapsed turn or
+    // queue again (TurnPassedOver).
+    takeOver: new PreparedQuery(5, ($) =>
       db
         .updateTable("conversations")
-        .set((eb) => ({ serving: eb("serving", "+", 1), lease_until: $(0) }))
+        .set({ serving: $(4), lease_until: $(0) })
         .where("id", "=", $(1))
         .where("serving", "=", $(2))
         .where((eb) => eb.or([eb("lease_until", "is", null), eb("lease_until", "<", $(3))]))
         .returning("serving"),
     ),
-    cancelLapsed: new PreparedQuery(4, ($) =>
+    // The runs of the tickets passed over, from the lapsed one ($(3)) to the taker's ($(4)), excluded.
+    cancelLapsed: new PreparedQuery(5, ($) =>
       db
         .updateTable("runs")
         .set({ status: "cancelled", completed_at: $(0), error: $(1) })
         .where("conversation_id", "=", $(2))
-        .where("ticket", "=", $(3))
+        .where("ticket", ">=", $(3))
+        .where("ticket", "<", $(4))
         .where("status", "=", "running"),
     ),
     // A lapsed run that is not recorded, where its row is written with its outcome (SQLite):

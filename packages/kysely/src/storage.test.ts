@@ -580,7 +580,7 @@ describe("query plans", () => {
     expectNoScan(await plansOf(2, async () => expect((await ticketOf(storage, fresh.begin)).ticket).toBe(0)));
   });
 
-  it("claimTurn reads the queue, takes a lapsed turn over and skips ended tickets by index", async () => {
+  it("claimTurn reads the queue, takes a lapsed turn over for its own ticket and cancels the runs passed over by index", async () => {
     const { storage, fixtures, conversationId, plansOf } = await recording();
     const holder = runOn(fixtures.channel, conversationId, "holder", []);
     const holding = await ticketOf(storage, { ...holder.begin, leaseUntil: NOW });
@@ -592,13 +592,16 @@ describe("query plans", () => {
     expect(holding.claimed).not.toBeNull();
     // Not its turn: the queue is read, nothing written.
     expectNoScan(await plansOf(1, async () => expect(await storage.claimTurn({ ...waiting.claim(ticket), now: "2000-01-01T00:00:00.000Z" })).toBeNull()));
-    // The lease lapsed: read the queue, take over, cancel the stale run, skip the ended
-    // ticket (two lookups), serve, claim, insert the user message and the run.
-    const plans = await plansOf(9, async () => expect((await storage.claimTurn({ ...waiting.claim(ticket), now: LATER }))?.userMessage.turnIndex).toBe(11));
+    // The lease lapsed: read the queue, take over for this ticket (past the ended one),
+    // cancel the runs passed over (one range lookup by index), store the lapsed run that has
+    // no row from its user message, claim, insert the user message (the run's row comes with
+    // its outcome on SQLite).
+    const plans = await plansOf(6, async () => expect((await storage.claimTurn({ ...waiting.claim(ticket), now: LATER }))?.userMessage.turnIndex).toBe(11));
     expectNoScan(plans);
     const runs = plans.filter(({ sql }) => /^(select .* from|update) "runs"/i.test(sql));
-    expect(runs).toHaveLength(3);
-    for (const { plan } of runs) expect(plan.join(" ")).toMatch(/runs USING INDEX runs_conversation_ticket_idx \(conversation_id=\? AND ticket=\?\)/);
+    expect(runs).toHaveLength(1);
+    for (const { plan } of runs)
+      expect(plan.join(" ")).toMatch(/runs USING INDEX runs_conversation_ticket_idx \(conversation_id=\? AND ticket>\? AND ticket<\?\)/);
     expect(await storage.findRun(holder.id)).toMatchObject({ status: "cancelled" });
   });
 

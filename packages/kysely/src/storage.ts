@@ -28,7 +28,7 @@ import type {
 } from "@channelkit/core";
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
-import { newConversationRecord, storedMessage } from "@channelkit/core";
+import { newConversationRecord, storedMessage, TurnPassedOver } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
 import {
@@ -184,6 +184,7 @@ export class KyselyStorage implements Storage {
     const [row] = await this.#exec.rows(queries.queue.bind([conversation.id]));
     if (!row) return null;
     const serving = Number(row.serving);
+    if (serving > ticket) throw new TurnPassedOver(conversation.id, ticket);
     const lapsed = serving < ticket && (row.lease_until === null || row.lease_until < input.now);
     if (serving !== ticket && !lapsed) return null;
     return this.#exec.transaction(() => claimServedTurn(this.#queries, input, serving, lapsed, this.#runRowAtClaim));
@@ -495,14 +496,15 @@ function* claimServedTurn(queries: Queries, input: ClaimTurnInput, serving: numb
   const { conversation, ticket } = input;
   if (lapsed) {
     // The run being served stopped with its instance, or its ticket was never claimed:
-    // store it cancelled and serve the next ticket. The CAS on `serving` makes one
-    // waiter do it; the others find the queue moved.
-    const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now]));
+    // store it cancelled and serve this ticket at once, past the ones between (each of
+    // which would otherwise cost its claim time again, for a waiter that died with the
+    // instance; a live one queues again). The CAS on `serving` makes one waiter do it; the
+    // others find the queue moved.
+    const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now, ticket]));
     if (moved) {
-      yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving]));
+      yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving, ticket]));
       // A lapsed run that is not recorded has no row where it is written with its outcome.
       if (!rowAtClaim) yield* rowsOf(queries.cancelLapsedUnwritten.bind([input.now, LAPSED, conversation.id, serving]));
-      yield* skipEndedTickets(queries, conversation.id, serving + 1, input.claimUntil);
     }
   }
   return yield* claim(queries, input, ticket, input.stream !== undefined, rowAtClaim);

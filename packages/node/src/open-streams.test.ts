@@ -27,7 +27,7 @@ interface Held {
   leave(): void;
 }
 
-function capTests(name: string, store: TestStore): void {
+function capTests(name: string, store: () => Promise<TestStore>): void {
   describe(`caps on open streams: ${name}`, () => {
     let target: RunningTarget;
     beforeAll(async () => {

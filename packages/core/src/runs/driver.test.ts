@@ -244,6 +244,8 @@ interface RunOptions {
   lifecycle?: RunLifecycle;
   /** Where handovers go (default: a provider that always takes them). */
   livechat?: LiveChat;
+  /** The storage the run drives (default: the tests' own), e.g. one of a stalled instance. */
+  storage?: Storage;
 }
 
 const shared = new RunLifecycle({ logger: silent, leaseMs: LEASE_MS });
@@ -272,7 +274,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     claimedAtMs: arrivedMs,
     metadata: options.metadata,
     abort,
-    storage,
+    storage: options.storage ?? storage,
     lifecycle,
     historyLimit: 50,
     live: options.live ?? true,
@@ -633,6 +635,32 @@ describe("driveRun: taking turns", () => {
     ]);
     // The second run's times start when it got its turn, not when it arrived.
     expect(Date.parse(two.stored?.startedAt ?? "")).toBeGreaterThanOrEqual(Date.parse(one.stored?.completedAt ?? ""));
+  });
+
+  it("a run whose ticket was passed over while its instance stalled queues again, and is answered after the run that took the turn", async () => {
+    gates = new Map();
+    // The holder's instance gives the next ticket 100 ms to claim the turn it passes.
+    const first = await begin(gated, { payload: "holder", lifecycle: new RunLifecycle({ logger: silent, leaseMs: 100 }) });
+    const open = await atGate("holder");
+    // The second run's instance stalls: its looks at the queue wait until released.
+    let unstall!: () => void;
+    const stalled = new Promise<void>((resolve) => {
+      unstall = resolve;
+    });
+    const stalledStorage: Storage = { ...storage, claimTurn: async (input) => stalled.then(() => storage.claimTurn(input)) };
+    const second = await begin(counter, { conversationId: first.conversationId, payload: "stalled", storage: stalledStorage });
+    const third = await begin(counter, { conversationId: first.conversationId, payload: "third" });
+    expect([second.ticket.ticket, third.ticket.ticket]).toEqual([1, 2]);
+
+    open();
+    // The third run finds the second's claim time lapsed, takes the turn past it, and ends.
+    const done = await third.finished;
+    expect(done.outcome.status).toBe("success");
+    unstall();
+    const late = await second.finished;
+    expect(late.outcome.status).toBe("success");
+    expect(late.messages.map((m) => m.content)).toEqual(["holder", "passed holder", "third", "count 2", "stalled", "count 3"]);
+    expectContiguous(late.messages.map((m) => m.turnIndex));
   });
 
   it("stores a run aborted while it waits as cancelled in its turn, after the run before it, without running its flow", async () => {

@@ -22,7 +22,8 @@ import { withHuman } from "../livechat/modes.js";
 import type { RunAbort } from "./abort.js";
 import { RunTimedOut } from "./deadlines.js";
 import { settleFailedRun } from "./settle.js";
-import type { HeldTurn, RunLifecycle } from "./lifecycle.js";
+import { TurnPassedOver } from "../storage/turn-passed-over.js";
+import { type HeldTurn, type RunLifecycle, TURN_CLAIM_MS } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
 import { agentMessage, type RunEnd, type TextPart, Transcript } from "./transcript.js";
@@ -121,7 +122,7 @@ export function claimOf(
   };
   const userMessage = userMessageOf(input.runId, input.payload, now, input.estimateTokens);
   const leaseUntil = isoTimestamp(nowMs + leaseMs);
-  return { conversation: input.conversation, run, userMessage, now, leaseUntil, claimUntil: leaseUntil };
+  return { conversation: input.conversation, run, userMessage, now, leaseUntil, claimUntil: isoTimestamp(nowMs + Math.min(leaseMs, TURN_CLAIM_MS)) };
 }
 
 /**
@@ -309,7 +310,7 @@ class RunDriver implements RunSteps {
       this.#startedMs = Date.now();
       const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
       if (input.stream) claim.stream = input.stream;
-      this.#turn = await input.storage.claimTurn(claim);
+      this.#turn = await this.#claimTurn(claim);
       this.#claimed = this.#turn !== null;
     }
     const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
@@ -342,6 +343,22 @@ class RunDriver implements RunSteps {
     if (!input.begun) this.#userMessage = turn.userMessage;
     this.#turn = null;
     return undefined;
+  }
+
+  /** Claims the turn; a run whose ticket was passed over takes a new one, at the end of the queue. */
+  async #claimTurn(claim: ClaimTurnInput): Promise<ClaimedTurn | null> {
+    const input = this.#input;
+    try {
+      return await input.storage.claimTurn(claim);
+    } catch (error) {
+      // A recorded run's row carries its ticket from the start: it cannot queue again.
+      if (!isTurnPassedOver(error) || input.stream) throw error;
+      input.lifecycle.logger.warn(`channelkit: run ${input.runId} missed its turn in conversation ${input.conversation.id}; it queues again`);
+      const again = await input.storage.beginRun(claim);
+      if (again === null) throw error;
+      input.ticket = again.ticket;
+      return again.claimed;
+    }
   }
 
   /**
@@ -426,7 +443,7 @@ class RunDriver implements RunSteps {
       ticket: input.ticket,
       claimed: true,
       messages: outcome.produced,
-      claimUntil: isoTimestamp(completedMs + lifecycle.leaseMs),
+      claimUntil: isoTimestamp(completedMs + lifecycle.claimMs),
     };
     // The flow state when the flow set one (a present key, even `undefined`, sets it).
     if (transcript.flowState) completion.flowState = transcript.flowState.value;
@@ -483,7 +500,7 @@ async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcr
       messages: [],
       liveChatUserTurn: turn.userMessage.turnIndex,
       liveChatUserMessageId: livechatMessageId,
-      claimUntil: isoTimestamp(completedMs + input.lifecycle.leaseMs),
+      claimUntil: isoTimestamp(completedMs + input.lifecycle.claimMs),
     },
     outcome,
   );
@@ -528,7 +545,7 @@ async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunO
       ticket: input.ticket,
       claimed: false,
       messages: [userMessageOf(input.runId, input.payload, now, input.estimateTokens)],
-      claimUntil: isoTimestamp(nowMs + input.lifecycle.leaseMs),
+      claimUntil: isoTimestamp(nowMs + input.lifecycle.claimMs),
     },
     outcome,
   );
@@ -556,6 +573,11 @@ function recordOf(input: RunInput, outcome: RunOutcome): RunRecord {
 
 /** How long a run may last when its channel sets no limit, in seconds. */
 export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
+
+/** Whether `error` is a {@link TurnPassedOver}, by name too: a store may come with its own copy of core. */
+function isTurnPassedOver(error: unknown): error is TurnPassedOver {
+  return error instanceof TurnPassedOver || (error instanceof Error && error.name === "TurnPassedOver");
+}
 
 /** The events of a flow that has nothing to do. */
 const NO_EVENTS: AsyncIterator<FlowEvent, unknown> = { next: async () => ({ done: true, value: null }) };

@@ -5,6 +5,7 @@ import { RunAbort } from "./abort.js";
 import { RunDeadlines } from "./deadlines.js";
 import { SharedChannels } from "./shared-channels.js";
 import { isoTimestamp } from "./timestamp.js";
+import type { TurnPassedOver } from "../storage/turn-passed-over.js";
 
 /** A run holding its conversation's turn, whose lease the lifecycle renews. */
 export interface HeldTurn {
@@ -24,6 +25,15 @@ export interface HeldTurn {
  * statement that completes a run, when a run is queued after it.
  */
 export const TURN_PASSED_TOPIC = "turn";
+
+/**
+ * Longest time a turn passed to a waiting run stays its to claim, in ms (or the lease, when
+ * shorter). A live waiter is woken when the turn passes and claims it within milliseconds;
+ * a waiter whose instance died never does, and each one the conversation meets costs this,
+ * not a lease. A live waiter that misses it (its event loop stalled that long) finds its
+ * ticket passed over and queues again at the end ({@link TurnPassedOver}).
+ */
+export const TURN_CLAIM_MS = 5000;
 
 /** Settings of a service's {@link RunLifecycle}. */
 interface RunLifecycleOptions {
@@ -50,6 +60,8 @@ const MIN_POLL_MS = 2;
 export class RunLifecycle {
   readonly logger: Logger;
   readonly leaseMs: number;
+  /** How long a turn passed to a waiting run stays its to claim ({@link TURN_CLAIM_MS}, at most the lease). */
+  readonly claimMs: number;
   /** Runs in flight. One listener here, on close, rather than one per run on a long-lived signal. */
   readonly #runs = new Set<RunAbort>();
   #closed: Error | null = null;
@@ -73,6 +85,7 @@ export class RunLifecycle {
   constructor(options: RunLifecycleOptions) {
     this.logger = options.logger;
     this.leaseMs = options.leaseMs;
+    this.claimMs = Math.min(options.leaseMs, TURN_CLAIM_MS);
     this.#feed = options.feed;
     this.#maxPollMs = Math.max(MIN_POLL_MS, options.turnPollMaxMs ?? MAX_POLL_MS);
   }

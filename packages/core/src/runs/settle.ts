@@ -80,7 +80,7 @@ async function store(failed: FailedRun): Promise<boolean> {
     ticket: failed.ticket,
     claimed,
     messages: claimed ? [] : [failed.userMessage],
-    claimUntil: isoTimestamp(nowMs + failed.lifecycle.leaseMs),
+    claimUntil: isoTimestamp(nowMs + failed.lifecycle.claimMs),
   });
   return true;
 }

@@ -13,6 +13,7 @@ import { memoryStorage } from "../storage/memory.js";
 import { inProcessFeed } from "../livechat/feed.js";
 import { LiveChat } from "../livechat/live-chat.js";
 import { RunStreams } from "../streams/run-streams.js";
+import { OpenStreams } from "../ratelimit/open-streams.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { type StartedRun, startRun } from "./start.js";
 
@@ -110,6 +111,7 @@ async function setup() {
     production: false,
     limits: new RateLimiter(null, memoryRateLimitStore(), 0),
     streams: new RunStreams({ store: undefined, feed: inProcessFeed(), logger: silent, leaseMs: 30_000 }),
+    openStreams: new OpenStreams(null, () => undefined),
   };
   const request = { signal: new AbortController().signal };
   const start = (payload: string, live: boolean, conversationId?: string) =>

@@ -1,4 +1,5 @@
 import { memoryIdempotencyStore } from "./memory-idempotency.js";
+import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
 import type {
   ApiKeyRecord,
@@ -432,16 +433,19 @@ export function memoryStorage(): Storage {
         const row = conversations.get(conversation.id);
         if (!row) return null;
         const serving = row.serving;
+        if (serving > ticket) throw new TurnPassedOver(conversation.id, ticket);
         const lapsed = serving < ticket && (row.leaseUntil === null || row.leaseUntil < input.now);
         if (serving !== ticket && !lapsed) return null;
         if (lapsed) {
           // The run being served stopped with its instance, or its ticket was never claimed:
-          // it is stored cancelled and the next ticket is served.
-          put(conversations, row.id, { ...row, serving: serving + 1, leaseUntil: input.claimUntil });
-          const stale = runOfTicket(conversation.id, serving);
-          if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: LAPSED });
-          else if (!stale) cancelUnwritten(conversation.id, serving, input.now);
-          skipEndedTickets(conversation.id, serving + 1, input.claimUntil);
+          // it is stored cancelled and this ticket is served at once, past the ones between
+          // (their runs cancelled where they have a row; a live one queues again).
+          put(conversations, row.id, { ...row, serving: ticket, leaseUntil: input.claimUntil });
+          for (let passed = serving; passed < ticket; passed++) {
+            const stale = runOfTicket(conversation.id, passed);
+            if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: LAPSED });
+            else if (!stale && passed === serving) cancelUnwritten(conversation.id, serving, input.now);
+          }
         }
         return claim(input, ticket, input.stream !== undefined);
       });

@@ -554,8 +554,9 @@ export interface Storage {
    * `running` row (a store may write the row of a run that is not recorded with its outcome
    * instead: see {@link findRun}), and takes the lease. When the run being served let its
    * lease lapse (its instance stopped), that run is stored `cancelled` and its turn passes on
-   * first. Returns null when it is not yet this run's turn. Never holds a connection between
-   * calls.
+   * first. Returns null when it is not yet this run's turn; throws {@link TurnPassedOver} when
+   * the conversation serves a later ticket (this one's turn came and was taken over). Never
+   * holds a connection between calls.
    */
   claimTurn(input: ClaimTurnInput): Promise<ClaimedTurn | null>;
   /** Extends the lease of the run holding the turn; false when the run no longer holds it. */
