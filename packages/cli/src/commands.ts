@@ -298,6 +298,20 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
       );
     }
     stopping = true;
+    // The server stops accepting and starts refusing new requests, the runs in flight get
+    // --drain-ms to finish, the rest are stored cancelled, the live-chat subscriptions (which
+    // never end by themselves) end, and the storage closes after the last connection: all in
+    // this tick, before the line below, so a client that read it finds the drain begun.
+    let refused = 0;
+    const closing = server.shutdown({
+      drainMs,
+      onRefused: () => {
+        refused += 1;
+        // Once: a load balancer that still sends here would otherwise flood the log.
+        if (refused === 1)
+          io.out(`${signal}: a request arrived on an open connection while draining: answered 503 service_draining (the next ones are counted)`);
+      },
+    });
     io.out(`${signal}: stopping; runs in flight have ${drainMs} ms to finish (--drain-ms)`);
     // Bounded: a close that hangs (a database that stopped answering) does not keep the process.
     setTimeout(() => {
@@ -311,17 +325,13 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
         ),
       );
     }, drainMs + CLOSE_GRACE_MS);
-    // The server stops accepting first; the runs in flight get --drain-ms to finish, the rest
-    // are stored cancelled, and the live-chat subscriptions (which never end by themselves) end.
-    const closing = server.close();
-    closing.catch(() => undefined);
-    service
-      .close({ drainMs })
-      .then(() => closing)
-      .then(
-        () => process.exit(0),
-        (error: unknown) => process.exit(reportError(io.err, error)),
-      );
+    closing.then(
+      () => {
+        if (refused > 0) io.out(`${signal}: stopped; ${refused} request(s) that arrived while draining were answered 503 service_draining`);
+        process.exit(0);
+      },
+      (error: unknown) => process.exit(reportError(io.err, error)),
+    );
   };
   // Before "listening on": a signal the kernel delivers before a handler exists kills the
   // process outright, and whoever read that line may signal at once.

@@ -159,9 +159,22 @@ export interface ChannelService {
    * `options.drainMs` (default 0), aborts those still running (each is stored `cancelled`),
    * waits until they are stored, then closes the storage. Stop accepting requests first
    * (`server.close()`), without waiting for it: its open connections end as this ends what
-   * they stream.
+   * they stream. Pass that closing as `options.requestsDone`: the storage then closes once it
+   * settled too, after the last request was answered, where a request still in flight would
+   * otherwise fail (500) on a closed database. `serve()` of `@channelkit/node` does all this
+   * in `shutdown()`; docs/deploying.md, "Shutting down", has the order for other hosts.
    */
-  close(options?: { drainMs?: number }): Promise<void>;
+  close(options?: {
+    /** How long the runs in flight have to finish, in ms, before they are aborted and stored `cancelled` (default 0). */
+    drainMs?: number;
+    /**
+     * Settles once the host answered its last request and closed its last connection (the
+     * callback of node:http's `server.close()`, or `RunningServer.close()` of
+     * `@channelkit/node`). Awaited after the runs ended, so after the streams they feed; a
+     * rejection counts as settled.
+     */
+    requestsDone?: PromiseLike<unknown>;
+  }): Promise<void>;
 }
 
 /**
@@ -280,6 +293,13 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       await ctx.runs.close();
       await ctx.streams.settled();
       await ctx.livechat.drain();
+      if (closeOptions.requestsDone) {
+        await Promise.resolve(closeOptions.requestsDone).catch(() => undefined);
+        // A request in flight as closing began may have started a run since: aborted as it
+        // began (the service is closed), it is stored before the storage closes.
+        await ctx.runs.close();
+        await ctx.livechat.drain();
+      }
       // The storage closes its own feed; the in-process one holds only listeners.
       if (!options.storage.feed) await ctx.livechat.feed.close();
       await options.storage.close();

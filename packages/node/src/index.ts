@@ -5,6 +5,6 @@ export {
   type NodeRequestOptions,
   type WebHandler,
 } from "./handler.js";
-export { serve, type ServeOptions, type RunningServer } from "./serve.js";
+export { serve, type ServeOptions, type RunningServer, type ShutdownOptions, SHUTDOWN_GRACE_MS } from "./serve.js";
 export { toWebRequest, NodeIncomingRequest, type WebRequestOverrides } from "./request.js";
 export { writeReply, writeWebResponse } from "./response.js";

@@ -3,6 +3,7 @@ import type { Duplex } from "node:stream";
 import { assertChannelService, ERROR_CODES, type ErrorCode, errorEnvelope } from "@channelkit/core/adapter";
 import type { AddressInfo } from "node:net";
 import { maxConnections } from "./connections.js";
+import { Drain } from "./drain.js";
 import { type NodeHandlerOptions, toNodeHandler, type WebHandler } from "./handler.js";
 
 /** Options of {@link serve}. */
@@ -38,9 +39,47 @@ export interface RunningServer {
   url: string;
   /** The port it listens on. */
   port: number;
-  /** Stops accepting connections and ends keep-alive ones as they go idle; resolves once every connection is closed. */
+  /**
+   * Drains the server: it stops accepting connections, closes the idle ones at once and each
+   * other one as soon as its answer ends, and answers a request that arrives on an open
+   * connection `503 service_draining` with `Retry-After` and `Connection: close`, without
+   * running it. Requests already in flight are answered as usual (an answer not yet begun
+   * with `Connection: close`). Resolves once the last connection is closed. It does not
+   * close the service: a stream stays open until the service ends it, so call
+   * {@link RunningServer.shutdown} rather than this and `service.close()` yourself.
+   */
   close(): Promise<void>;
+  /**
+   * Stops the server and then the service, in the order that answers every request: drains
+   * the server as {@link RunningServer.close} does, lets the runs in flight finish for up to
+   * `drainMs` (then aborts them, stored `cancelled`, their streams ending with `finish`), and
+   * closes the service's storage only after the last request was answered and the last
+   * connection closed. A connection still open {@link SHUTDOWN_GRACE_MS} after the drain (a
+   * body still arriving, a client that stopped reading) is cut then. Resolves once all is
+   * closed; called again, answers the same promise. Given a handler that is not a channel
+   * service (no `close()`), it only drains the server.
+   *
+   * @example
+   * const running = await serve(service, { port: 3000 });
+   * process.once("SIGTERM", () => void running.shutdown({ drainMs: 10_000 }).then(() => process.exit(0)));
+   */
+  shutdown(options?: ShutdownOptions): Promise<void>;
 }
+
+/** Options of {@link RunningServer.shutdown}. */
+export interface ShutdownOptions {
+  /** How long the runs in flight have to finish, in ms, before they are stopped and stored `cancelled` (default 10000, as `channelkit serve --drain-ms`). */
+  drainMs?: number;
+  /**
+   * Called for each request answered `503 service_draining` during the shutdown, after its
+   * answer was written: to log that clients still send to this instance (a load balancer that
+   * was not told), for instance.
+   */
+  onRefused?: (request: IncomingMessage) => void;
+}
+
+/** How long after its drain {@link RunningServer.shutdown} waits for connections still open before it cuts them, in ms. */
+export const SHUTDOWN_GRACE_MS = 2000;
 
 /**
  * What Node's HTTP parser refused (a bad method, headers too large, obs-fold,
@@ -113,49 +152,70 @@ export function serve(service: WebHandler, options: ServeOptions = {}): Promise<
   assertChannelService(service, "serve(service)");
   const host = options.host ?? "127.0.0.1";
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
-  const server = createServer(
-    {
-      headersTimeout,
-      requestTimeout: Math.max(headersTimeout, options.requestTimeoutMs ?? 30_000),
-      keepAliveTimeout: options.keepAliveTimeoutMs ?? 5000,
-      // Node checks the two timeouts above this often (30 s by default): a slow client is cut close to its deadline.
-      connectionsCheckingInterval: Math.min(1000, headersTimeout),
-      // Node's own answer to an HTTP/1.1 request without Host is an empty 400: it is given
-      // in the envelope below instead.
-      requireHostHeader: false,
-    },
-    withHost(toNodeHandler(service, options)),
-  );
+  const server = createServer({
+    headersTimeout,
+    requestTimeout: Math.max(headersTimeout, options.requestTimeoutMs ?? 30_000),
+    keepAliveTimeout: options.keepAliveTimeoutMs ?? 5000,
+    // Node checks the two timeouts above this often (30 s by default): a slow client is cut close to its deadline.
+    connectionsCheckingInterval: Math.min(1000, headersTimeout),
+    // Node's own answer to an HTTP/1.1 request without Host is an empty 400: it is given
+    // in the envelope below instead.
+    requireHostHeader: false,
+  });
+  const drain = new Drain(server);
+  server.on("request", drain.listener(withHost(toNodeHandler(service, options))));
   const cap = maxConnections(options.maxConnections);
   if (cap !== undefined) server.maxConnections = cap;
   server.on("clientError", answerClientError);
   // A CONNECT (a proxy's tunnel) is no route of a channel service: refused in the envelope,
   // where Node would otherwise close the socket without a word.
   server.on("connect", (_request, socket: Duplex) => socket.end(rawAnswer("method_not_allowed")));
+  const shown = host.includes(":") ? `[${host}]` : host;
+  const wanted = options.port ?? 3000;
+  let shutdown: Promise<void> | undefined;
   return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 3000, host, () => {
-      server.off("error", reject);
+    const failed = (error: NodeJS.ErrnoException) => reject(listenError(error, shown, wanted));
+    server.once("error", failed);
+    server.listen(wanted, host, () => {
+      server.off("error", failed);
       const { port } = server.address() as AddressInfo;
-      const shown = host.includes(":") ? `[${host}]` : host;
       resolve({
         server,
         port,
         url: `http://${shown}:${port}`,
-        close: () =>
-          new Promise<void>((done, fail) => {
-            // A keep-alive connection whose response ends after this (a stream the service
-            // ends as it closes) goes idle later: it is closed then, not after the
-            // keep-alive timeout.
-            const idle = setInterval(() => server.closeIdleConnections(), 50);
-            server.close((error) => {
-              clearInterval(idle);
-              if (error) fail(error);
-              else done();
-            });
-            server.closeIdleConnections();
-          }),
+        close: () => drain.start(),
+        shutdown: (shutdownOptions = {}) => {
+          shutdown ??= shutDown(server, drain, service, shutdownOptions);
+          return shutdown;
+        },
       });
     });
   });
+}
+
+/** The drain of {@link RunningServer.shutdown}: the server's and the service's, the storage closed last. */
+async function shutDown(server: Server, drain: Drain, service: WebHandler, options: ShutdownOptions): Promise<void> {
+  const drainMs = options.drainMs ?? 10_000;
+  const closing = drain.start(options.onRefused);
+  const cut = setTimeout(() => server.closeAllConnections(), drainMs + SHUTDOWN_GRACE_MS);
+  try {
+    const close = (service as { close?: (options: { drainMs: number; requestsDone: Promise<void> }) => Promise<void> }).close;
+    await Promise.all([closing, close ? close.call(service, { drainMs, requestsDone: closing }) : undefined]);
+  } finally {
+    clearTimeout(cut);
+  }
+}
+
+/** Why `listen()` failed, naming the address, with Node's `code` kept (`EADDRINUSE`...) and its error as the cause. */
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  const why: Record<string, string> = {
+    EADDRINUSE: "is already in use: stop what listens there, or pass another port",
+    EACCES: "cannot be listened on by this process (a port below 1024 needs privileges): pass another port",
+    EADDRNOTAVAIL: "is not an address of this machine: pass another host (127.0.0.1, or 0.0.0.0 for every interface)",
+  };
+  const reason = error.code === undefined ? undefined : why[error.code];
+  if (reason === undefined) return error;
+  const named = new Error(`serve(): ${host}:${port} ${reason}`, { cause: error }) as NodeJS.ErrnoException;
+  named.code = error.code;
+  return named;
 }

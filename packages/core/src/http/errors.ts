@@ -51,6 +51,10 @@ export const ERROR_CODES = {
   signing_secret_unavailable: { status: 503, message: "A signature is required but no signing secret is configured for this channel." },
   jwks_unavailable: { status: 503, message: "The key set that verifies admin tokens cannot be fetched; try again shortly." },
   flow_unavailable: { status: 503, message: "The flow this channel is bound to is not registered by this service." },
+  service_draining: {
+    status: 503,
+    message: "This server is shutting down and takes no new request: nothing was run; send it again after the time in the Retry-After header.",
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** A machine-readable error code of the contract. */
