@@ -66,6 +66,7 @@ const OPTIONS = {
   logger: true,
   turnLeaseMs: true,
   turnPollMaxMs: true,
+  turnWaitTimeoutMs: true,
   rateLimits: true,
   trustProxy: true,
   streamLimits: true,

@@ -50,6 +50,7 @@ export const ERROR_CODES = {
   signing_secret_unavailable: 503,
   flow_unavailable: 503,
   jwks_unavailable: 503,
+  conversation_busy: 503,
   service_draining: 503,
   network_error: 0,
   http_error: 0,

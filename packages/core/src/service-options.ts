@@ -15,6 +15,7 @@ const KNOWN = [
   "logger",
   "turnLeaseMs",
   "turnPollMaxMs",
+  "turnWaitTimeoutMs",
   "rateLimits",
   "trustProxy",
   "streamLimits",

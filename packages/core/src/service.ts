@@ -77,6 +77,14 @@ export interface ChannelServiceOptions {
    */
   turnPollMaxMs?: number;
   /**
+   * Longest a run waits for its conversation's turn behind the runs before it, in ms
+   * (default 300000, as long as a run may last by default). Past it, the run gives its place
+   * up without storing anything, and its client is answered `503 conversation_busy` with
+   * `Retry-After` (a stream that began ends with an `error` event saying so): nothing waits
+   * for a turn without bound.
+   */
+  turnWaitTimeoutMs?: number;
+  /**
    * Rate limits (see docs/security.md): each limit a `{ requests, windowSeconds }` rule or
    * `false` for none, replacing its default; `store` is where they count (default: the
    * storage's own table, shared by every instance on the database, else this process's
@@ -193,6 +201,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   if (turnPollMaxMs !== undefined && !(Number.isFinite(turnPollMaxMs) && turnPollMaxMs >= 2)) {
     throw new TypeError(`channelkit: turnPollMaxMs is a number of milliseconds, 2 or more, not ${String(turnPollMaxMs)}`);
   }
+  const { turnWaitTimeoutMs } = options;
+  if (turnWaitTimeoutMs !== undefined && !(Number.isFinite(turnWaitTimeoutMs) && turnWaitTimeoutMs >= 1)) {
+    throw new TypeError(`channelkit: turnWaitTimeoutMs is a number of milliseconds, 1 or more, not ${String(turnWaitTimeoutMs)}`);
+  }
   if (!options.secretKey) {
     if (production) {
       throw new Error("channelkit: a master key is required in production: set CHANNELKIT_SECRET_KEY (openssl rand -hex 32).");
@@ -228,6 +240,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       leaseMs,
       feed: options.storage.announcesTurns ? options.storage.feed : undefined,
       turnPollMaxMs: options.turnPollMaxMs,
+      turnWaitTimeoutMs,
     }),
     livechat: new LiveChat({
       storage: options.storage,

@@ -51,6 +51,11 @@ export const ERROR_CODES = {
   signing_secret_unavailable: { status: 503, message: "A signature is required but no signing secret is configured for this channel." },
   jwks_unavailable: { status: 503, message: "The key set that verifies admin tokens cannot be fetched; try again shortly." },
   flow_unavailable: { status: 503, message: "The flow this channel is bound to is not registered by this service." },
+  conversation_busy: {
+    status: 503,
+    message:
+      "The conversation was busy: this message waited for its turn longer than the service allows, and nothing was stored or run; send it again after the time in the Retry-After header.",
+  },
   service_draining: {
     status: 503,
     message: "This server is shutting down and takes no new request: nothing was run; send it again after the time in the Retry-After header.",

@@ -22,6 +22,7 @@ import { withHuman } from "../livechat/modes.js";
 import type { RunAbort } from "./abort.js";
 import { RunTimedOut } from "./deadlines.js";
 import { settleFailedRun } from "./settle.js";
+import { isServiceError, ServiceError } from "../http/errors.js";
 import { TurnPassedOver } from "../storage/turn-passed-over.js";
 import { type HeldTurn, type RunLifecycle, TURN_CLAIM_MS } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
@@ -239,7 +240,7 @@ class RunDriver implements RunSteps {
       this.#over = true;
       return this.#ended(await this.#finish(this.#end, this.#transcript as Transcript));
     } catch (error) {
-      this.#failed();
+      this.#failed(error);
       throw error;
     }
   }
@@ -249,10 +250,11 @@ class RunDriver implements RunSteps {
    * that took its ticket gives it back (with its turn, when it held it) once the storage
    * answers again, rather than after its lease.
    */
-  #failed(): void {
+  #failed(error: unknown): void {
     const input = this.#input;
     if (this.#held) input.lifecycle.releaseTurn(this.#held);
-    if (input.begun) {
+    // A refusal (a run that waited too long) was stored before it was thrown.
+    if (input.begun && !isServiceError(error)) {
       const { run, userMessage } = claimOf(input, this.#startedMs, input.lifecycle.leaseMs);
       settleFailedRun({
         storage: input.storage,
@@ -304,9 +306,11 @@ class RunDriver implements RunSteps {
     // without running its flow: its user message comes after the runs before it, not between
     // one's question and its answer (decisions.md: runs take turns in arrival order). Only a
     // service that closes gives the turn up at once, for it must not wait on other instances.
+    const waitUntil = Date.now() + lifecycle.waitTimeoutMs;
     for (let attempt = 0; !this.#turn && !(abort.aborted && lifecycle.closed); attempt++) {
       await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
       if (abort.aborted && lifecycle.closed) break;
+      if (Date.now() > waitUntil) return this.#waitedTooLong();
       this.#startedMs = Date.now();
       const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
       if (input.stream) claim.stream = input.stream;
@@ -343,6 +347,40 @@ class RunDriver implements RunSteps {
     if (!input.begun) this.#userMessage = turn.userMessage;
     this.#turn = null;
     return undefined;
+  }
+
+  /**
+   * The run waited for its turn past the service's limit: it gives its ticket back, stored
+   * as an `error` without its user message (its client is told to send it again, which a
+   * stored message would duplicate), and its client is answered `503 conversation_busy`. A
+   * run whose client already left is stored `cancelled` with its user message instead, as
+   * any run whose client left (docs/reliability.md).
+   */
+  async #waitedTooLong(): Promise<RunOutcome> {
+    const input = this.#input;
+    const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
+    if (input.abort.aborted) return giveUpTurn(input, transcript);
+    const nowMs = Date.now();
+    const now = isoTimestamp(nowMs);
+    const outcome = transcript.outcome(input.runId, input.conversation.id, {
+      status: "error",
+      result: null,
+      error: TURN_WAIT_ERROR,
+      startedAt: now,
+      completedAt: now,
+      durationMs: 0,
+    });
+    const completion: CompleteRunInput = {
+      run: recordOf(input, outcome),
+      conversation: input.conversation,
+      ticket: input.ticket,
+      claimed: false,
+      messages: [],
+      claimUntil: isoTimestamp(nowMs + input.lifecycle.claimMs),
+    };
+    await complete(input, completion, outcome);
+    input.lifecycle.turnPassed(input.conversation.id);
+    throw new ServiceError("conversation_busy", undefined, { headers: { "retry-after": BUSY_RETRY_AFTER } });
   }
 
   /** Claims the turn; a run whose ticket was passed over takes a new one, at the end of the queue. */
@@ -578,6 +616,13 @@ export const DEFAULT_RUN_TIMEOUT_SECONDS = 300;
 function isTurnPassedOver(error: unknown): error is TurnPassedOver {
   return error instanceof TurnPassedOver || (error instanceof Error && error.name === "TurnPassedOver");
 }
+
+/** What a run that waited for its turn past the service's limit is stored with. */
+const TURN_WAIT_ERROR =
+  "The conversation was busy: this run waited for its turn longer than the service allows (turnWaitTimeoutMs), and ran nothing. Its client was answered 503 conversation_busy.";
+
+/** The `Retry-After` of a `conversation_busy` answer, in seconds. */
+const BUSY_RETRY_AFTER = "5";
 
 /** The events of a flow that has nothing to do. */
 const NO_EVENTS: AsyncIterator<FlowEvent, unknown> = { next: async () => ({ done: true, value: null }) };

@@ -44,7 +44,16 @@ interface RunLifecycleOptions {
   feed?: LiveFeed;
   /** Longest wait between two looks at a conversation's queue by a run waiting its turn, in ms (default 100). */
   turnPollMaxMs?: number;
+  /** Longest a run waits for its turn, in ms (default {@link TURN_WAIT_TIMEOUT_MS}). */
+  turnWaitTimeoutMs?: number;
 }
+
+/**
+ * Default longest wait of a run for its conversation's turn, in ms: as long as a run may
+ * last by default (`runTimeoutSeconds`, 300 s). Past it, the run gives its ticket back and
+ * its client is answered `503 conversation_busy` with `Retry-After`.
+ */
+export const TURN_WAIT_TIMEOUT_MS = 300_000;
 
 /** Default longest wait between two looks at a conversation's queue by a run waiting its turn, in ms. */
 const MAX_POLL_MS = 100;
@@ -62,6 +71,8 @@ export class RunLifecycle {
   readonly leaseMs: number;
   /** How long a turn passed to a waiting run stays its to claim ({@link TURN_CLAIM_MS}, at most the lease). */
   readonly claimMs: number;
+  /** Longest a run waits for its turn, in ms ({@link TURN_WAIT_TIMEOUT_MS} by default). */
+  readonly waitTimeoutMs: number;
   /** Runs in flight. One listener here, on close, rather than one per run on a long-lived signal. */
   readonly #runs = new Set<RunAbort>();
   #closed: Error | null = null;
@@ -86,6 +97,7 @@ export class RunLifecycle {
     this.logger = options.logger;
     this.leaseMs = options.leaseMs;
     this.claimMs = Math.min(options.leaseMs, TURN_CLAIM_MS);
+    this.waitTimeoutMs = options.turnWaitTimeoutMs ?? TURN_WAIT_TIMEOUT_MS;
     this.#feed = options.feed;
     this.#maxPollMs = Math.max(MIN_POLL_MS, options.turnPollMaxMs ?? MAX_POLL_MS);
   }

@@ -1,4 +1,5 @@
 import type { Logger } from "../context.js";
+import { isServiceError } from "../http/errors.js";
 import type { ReplyStream } from "../http/reply.js";
 import type { ConversationMode, RunStatus } from "../storage/types.js";
 import type { RunOutcome } from "./outcome.js";
@@ -128,12 +129,15 @@ class UiMessageStream implements ReplyStream {
     return sseFrame(closingEvent(step.value));
   }
 
-  /** The run could not be stored: the stream ends with an `error` event. */
+  /**
+   * The run could not be stored, or was refused (it waited too long for its turn): the
+   * stream ends with an `error` event, which says why for a refusal.
+   */
   #failed(error: unknown): string | null {
-    this.#storageError(error);
+    if (!isServiceError(error)) this.#storageError(error);
     if (this.#finished) return null;
     this.#finished = true;
-    return sseFrame({ type: "error", errorText: "An unexpected error occurred in the service." });
+    return sseFrame({ type: "error", errorText: isServiceError(error) ? error.message : "An unexpected error occurred in the service." });
   }
 
   #storageError(error: unknown): void {
