@@ -141,6 +141,27 @@ export function liveChatTests(h: Harness): void {
       expect(after.messages[3]?.livechat_message_id).toMatch(UUID);
     });
 
+    it("another tenant's conversation is 404 conversation_not_found to an agent, whatever the body: a repeated livechat_message_id of its desk answers nothing of it, during and after the live chat", async () => {
+      const b = await handedOver(h);
+      await agent(h, b.channel, b.token, b.conversationId, "accept");
+      await agent(h, b.channel, b.token, b.conversationId, "messages", { content: "B's secret answer", livechat_message_id: "desk-b-1" });
+      const a = await handedOver(h);
+      const probe = () =>
+        adminFetch(h, "POST", inboxPath(b.conversationId, "messages"), {
+          token: a.token,
+          tenant: a.channel.tenantId,
+          body: { content: "x", livechat_message_id: "desk-b-1" },
+        });
+      await expectError(await probe(), 404, "conversation_not_found");
+      await agent(h, b.channel, b.token, b.conversationId, "close");
+      await expectError(await probe(), 404, "conversation_not_found");
+      // B's own agent replaying its message still gets it back, once.
+      const replayed = await agent(h, b.channel, b.token, b.conversationId, "messages", { content: "B's secret answer", livechat_message_id: "desk-b-1" });
+      expect(replayed.message).toMatchObject({ content: "B's secret answer", livechat_message_id: "desk-b-1" });
+      const { messages } = await readHistory(h, b.channel.key, b.conversationId);
+      expect(messages.filter((m) => m.livechat_message_id === "desk-b-1")).toHaveLength(1);
+    });
+
     it("the user's subscription sees the mode, the agent's messages and each change of mode live", async () => {
       const { channel, token, conversationId } = await handedOver(h);
       const events = await subscribe(h, channel.key, conversationId);

@@ -4,6 +4,7 @@ import { execute, expectAccepted, expectError, readHistory } from "./client.js";
 import type { Harness, TestChannel } from "./harness.js";
 import { digest, nowSeconds, signatureHeader, startOfFreshSecond } from "./signing.js";
 import { readSse, streamedText } from "./sse.js";
+import { fetch } from "./conformance.js";
 
 const stripe = new Stripe("sk_test_x");
 
@@ -156,6 +157,21 @@ export function signatureTests(h: Harness): void {
       const run = (await response.json()) as { conversation_id: string };
       const history = await readHistory(h, channel.key, run.conversation_id);
       expect(history.messages.map((message) => message.content)).toEqual(["signed hello", "Echo: signed hello"]);
+    });
+
+    it("the routes that stop a run or end a live chat need the signature too, over their empty body", async () => {
+      const channel = await signedChannel(h);
+      const response = await sendSigned(h, channel, body, signatureHeader(channel.signingSecret, body));
+      const { conversation_id: id } = (await response.json()) as { conversation_id: string };
+      const post = (path: string, signature?: string) =>
+        fetch(h.url(path), { method: "POST", headers: { authorization: `Bearer ${channel.key}`, ...(signature ? { "x-service-signature": signature } : {}) } });
+      for (const path of [`/public/v1/api/conversations/${id}/cancel`, `/public/v1/api/conversations/${id}/livechat/cancel`]) {
+        await expectError(await post(path), 401, "signature_required");
+        await expectError(await post(path, signatureHeader("another secret", "")), 401, "invalid_signature");
+      }
+      // Signed over the empty body, they run as they do on other channels: nothing to stop, no live chat to end.
+      expect((await post(`/public/v1/api/conversations/${id}/cancel`, signatureHeader(channel.signingSecret, ""))).status).toBe(204);
+      await expectError(await post(`/public/v1/api/conversations/${id}/livechat/cancel`, signatureHeader(channel.signingSecret, "")), 409, "livechat_conflict");
     });
 
     it("503 signing_secret_unavailable when a signature is required but no secret is stored", async () => {

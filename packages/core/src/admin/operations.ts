@@ -67,7 +67,8 @@ export interface ChannelAdmin {
   listChannels(query?: { tenantId?: string }): Promise<{ channels: ChannelView[] }>;
   /**
    * Applies a patch. `signing_secret` is set only when `requireSignature` went from false to
-   * true: the stored secret when the channel kept one, else a new one.
+   * true on a channel that had no secret (or one the master key no longer opens): a new one,
+   * shown this once. A channel that has its secret keeps it, and it is not shown again.
    */
   updateChannel(channelId: string, input: UpdateChannelInput): Promise<{ channel: ChannelView; signing_secret?: string }>;
   /** Revokes the active key and issues a new one with the same prefix and environment. */
@@ -309,14 +310,19 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           const patch: ChannelPatch = { ...rest, ...(flow === undefined ? {} : { flowName: flow }) };
           let signingSecret: string | undefined;
           if (parsed.requireSignature === true && !channel.requireSignature) {
-            // Turning the check back on keeps the secret that turning it off kept: integrators
-            // that went on signing keep working. A channel without one (or whose secret the
-            // master key no longer opens) gets a new one.
+            // A secret is shown once, when it is made (interface.md): turning the check on
+            // keeps the secret the channel has (made at its creation or a rotation, maybe
+            // prepared while the check was off) and shows nothing; only a channel without
+            // one (or whose secret the master key no longer opens) gets one, shown this once.
             const stored = channel.signingSecretEncrypted === null ? null : await ctx.secrets.decrypt(channel.signingSecretEncrypted);
-            signingSecret = stored ?? generateSigningSecret();
-            if (stored === null) patch.signingSecretEncrypted = await ctx.secrets.encrypt(signingSecret);
+            if (stored === null) {
+              signingSecret = generateSigningSecret();
+              patch.signingSecretEncrypted = await ctx.secrets.encrypt(signingSecret);
+            }
           }
           const changes = channelChanges(channelView(channel), channelView({ ...channel, ...patch }));
+          // The secret itself is never recorded: the event says that it was replaced, as a rotation's does.
+          if (signingSecret !== undefined) changes.signing_secret = { from: channel.signingSecretEncrypted === null ? "none" : "previous", to: "new" };
           // The secret handed out must be the one stored: written only if no other PATCH or
           // rotation changed the signature settings since they were read, else read again.
           const expected = signingSecret === undefined ? undefined : { requireSignature: false, signingSecretEncrypted: channel.signingSecretEncrypted };

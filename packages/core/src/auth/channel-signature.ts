@@ -1,6 +1,7 @@
 import type { ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import type { ChannelRecord } from "../storage/types.js";
+import { readRawBody, type WithBody } from "../http/body.js";
 import { verifySignature } from "./signature.js";
 
 /** The 503's message when the channel has a secret that the configured master key cannot open. */
@@ -28,4 +29,18 @@ export async function checkChannelSignature(
     throw new ServiceError("signing_secret_unavailable", SEALED_UNDER_ANOTHER_KEY);
   }
   await verifySignature(request.headers.get("x-service-signature"), secret, body);
+}
+
+/**
+ * On a channel that requires signatures, reads the request's body (empty for most routes
+ * that change state without one: the cancels) and checks its signature, as execute does: a
+ * key alone does not stop a run or end a live chat there (docs/security.md).
+ */
+export async function checkSignedRequest(
+  request: WithBody & { headers: { get(name: string): string | null } },
+  channel: ChannelRecord,
+  ctx: ServiceContext,
+): Promise<void> {
+  if (!channel.requireSignature) return;
+  await checkChannelSignature(request, channel, await readRawBody(request, ctx.maxBodyBytes), ctx);
 }

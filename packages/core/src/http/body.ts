@@ -2,7 +2,7 @@ import { ServiceError } from "./errors.js";
 import type { IncomingRequest, RequestHeaders } from "./reply.js";
 
 /** What reading a body needs of a request: a plugin's `RouteRequest` has it too. */
-type WithBody = Pick<IncomingRequest, "body" | "arrayBuffer" | "bytes"> & { readonly headers: Pick<RequestHeaders, "get"> };
+export type WithBody = Pick<IncomingRequest, "body" | "arrayBuffer" | "bytes"> & { readonly headers: Pick<RequestHeaders, "get"> };
 
 /** Rejects any body that is not JSON; media-type parameters such as `charset` are allowed. */
 export function requireJsonContentType(request: { readonly headers: Pick<RequestHeaders, "get"> }): void {

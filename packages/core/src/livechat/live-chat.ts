@@ -163,7 +163,11 @@ export class LiveChat {
   async send(conversationId: string, input: AgentMessage, options: { tenantId?: string } = {}): Promise<MessageView> {
     const id = input.livechat_message_id;
     if (id !== undefined) {
-      const recent = await this.#storage.listRecentMessages(conversationId, TRANSCRIPT_LENGTH);
+      // Only the caller's own tenant's conversation is looked into: another tenant's is not
+      // found, whatever the body names (its desk's ids included).
+      const conversation = await this.#storage.findConversation(canonicalId(conversationId));
+      if (!conversation || (options.tenantId !== undefined && conversation.tenantId !== options.tenantId)) throw new ServiceError("conversation_not_found");
+      const recent = await this.#storage.listRecentMessages(conversation.id, TRANSCRIPT_LENGTH);
       const sent = recent.find((message) => message.origin === "livechat" && message.livechatMessageId === id);
       if (sent) return messageView(sent);
     }

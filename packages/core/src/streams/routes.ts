@@ -1,4 +1,5 @@
 import { authenticateRequest } from "../auth/authenticate.js";
+import { checkSignedRequest } from "../auth/channel-signature.js";
 import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
 import { canonicalId } from "../storage/records.js";
 import type { ServiceContext } from "../context.js";
@@ -21,10 +22,12 @@ export async function resumeConversationStream(request: IncomingRequest, convers
 
 /**
  * `POST /public/v1/api/conversations/{conversation_id}/cancel`: stops the conversation's run
- * in flight, on whichever instance runs it. The checks of history.
+ * in flight, on whichever instance runs it. The checks of history, and on a channel that
+ * requires signatures, the signature of its (empty) body, as execute's.
  */
 export async function cancelConversationRun(request: IncomingRequest, conversationId: string, ctx: ServiceContext): Promise<Reply> {
   const { channel } = await authenticateRequest(request, ctx);
+  await checkSignedRequest(request, channel, ctx);
   const conversation = await conversationOrDetail(ctx.storage, channel, conversationId);
   if (isDetailReply(conversation)) return conversation;
   return cancelled(conversation.id, ctx);
@@ -46,6 +49,7 @@ export async function resumeChatStream(request: IncomingRequest, chatId: string,
 /** `POST /public/widget/chat/{chatId}/cancel`: {@link cancelConversationRun} for the chat's conversation. */
 export async function cancelChatRun(request: IncomingRequest, chatId: string, ctx: ServiceContext): Promise<Reply> {
   const { channel } = await authenticateRequest(request, ctx, { publicKeyOnly: true });
+  await checkSignedRequest(request, channel, ctx);
   const conversation = await chatConversation(chatId, channel, ctx);
   if (conversation === null) return NO_CONTENT();
   if (isDetailReply(conversation)) return conversation;
