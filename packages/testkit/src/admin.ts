@@ -383,7 +383,7 @@ export function adminTests(h: Harness): void {
         expect(Object.keys(page).sort()).toEqual(["events", "next_cursor"]);
         const events = page.events as Record<string, any>[];
         expect(events.map((event) => [event.operation, event.outcome, event.error_code, event.actor, event.via])).toEqual([
-          ["rotate_key", "failure", "forbidden", "mallory", "http"],
+          ["rotate_key", "failure", "forbidden", "mallory (not granted this tenant)", "http"],
           ["update_channel", "failure", "validation_error", "alice@example.com", "http"],
           ["update_channel", "success", null, "alice@example.com", "http"],
           ["rotate_signing_secret", "success", null, "alice@example.com", "http"],

@@ -172,6 +172,18 @@ export function serviceRateLimitTests(h: Harness, limit: number): void {
       await expectError(await wrong(address()), 401, "invalid_api_key");
     });
 
+    it("an unknown webhook client_id is a failed authentication: past the limit from one address, 429 instead of 404", async () => {
+      const from = address();
+      const unknown = () =>
+        fetch(h.url(`/channels/webhook/${encodeURIComponent(`no-such-client-${Math.random()}`)}/startConversation`), {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-forwarded-for": from },
+          body: JSON.stringify({}),
+        });
+      for (let i = 0; i < limit; i++) await expectError(await unknown(), 404, "channel_not_found");
+      await limited(await unknown(), "failed_auth");
+    });
+
     it("admin calls are counted per tenant: past the limit 429, while another tenant is served", async () => {
       const channel = await h.channel({ flow: "echo" });
       const other = await h.channel({ flow: "echo" });
@@ -180,6 +192,15 @@ export function serviceRateLimitTests(h: Harness, limit: number): void {
       for (let i = 0; i < limit; i++) await served(await get(channel));
       await limited(await get(channel), "admin");
       await served(await get(other));
+    });
+
+    it("admin calls refused to another tenant's token count against that token, not the tenant it names: the tenant's own admins are still served", async () => {
+      const victim = await h.channel({ flow: "echo" });
+      const intruder = await tokenFor(h, await h.tenant(), { subject: `mallory-${Math.random()}` });
+      const attempt = () => adminFetch(h, "GET", channelAdminPath(victim.id), { token: intruder, tenant: victim.tenantId });
+      for (let i = 0; i < limit; i++) await expectError(await attempt(), 403, "forbidden");
+      await limited(await attempt(), "admin");
+      await served(await adminFetch(h, "GET", channelAdminPath(victim.id), { token: await tokenFor(h, victim.tenantId), tenant: victim.tenantId }));
     });
 
     it("the client address is the entry of X-Forwarded-For that the trusted proxy appended: what the client wrote before it does not change it", async () => {

@@ -17,8 +17,9 @@ export interface AdminRequest {
 /**
  * Authenticates an admin request and confines it to its tenant. A refusal for lack of a
  * verified token (401) is not recorded, since nobody is known to record; a verified token
- * that does not grant the tenant (403) is recorded, under that tenant, for the `operation`
- * it attempted (reads name none).
+ * that does not grant the tenant (403) is counted against the token's own limit, and
+ * recorded under that tenant for the `operation` it attempted (reads name none), its actor
+ * marked as not granted the tenant.
  */
 export async function adminRequest(
   request: RouteRequest,
@@ -27,12 +28,16 @@ export async function adminRequest(
   operation?: { name: AuditOperation; channelId: string },
 ): Promise<AdminRequest> {
   const credentials = await authenticate(request);
-  await ctx.limits.forTenant(request, credentials.tenantId);
   const caller = { actor: credentials.actor, via: "http" as const, tenantId: credentials.tenantId };
   if (!credentials.allowed) {
+    // Counted against the token, not the tenant it named; recorded in that tenant's trail
+    // (its admins see the attempt) under an actor that says the token is not one of theirs.
+    await ctx.limits.forRefusedAdmin(request, credentials.actor);
     const error = new ServiceError("forbidden");
-    if (operation) await recordRefusal(ctx, caller, operation.name, { tenantId: caller.tenantId, channelId: operation.channelId }, error);
+    const outsider = { ...caller, actor: `${credentials.actor ?? "a token without a subject"} (not granted this tenant)` };
+    if (operation) await recordRefusal(ctx, outsider, operation.name, { tenantId: caller.tenantId, channelId: operation.channelId }, error);
     throw error;
   }
+  await ctx.limits.forTenant(request, credentials.tenantId);
   return { caller, admin: createChannelAdmin(ctx, caller) };
 }

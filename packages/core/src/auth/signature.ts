@@ -70,21 +70,25 @@ export async function signRequestBody(secret: string, body: string | Uint8Array,
 
 /**
  * Verifies a signature header over the exact raw body: the digest first, then the window,
- * as Stripe does, so a stale but genuine request reads `signature_expired`.
+ * as Stripe does, so a stale but genuine request reads `signature_expired`. `headerName` is
+ * the header the caller read, named in the refusals (the live-chat bridge reads its own).
  */
 export async function verifySignature(
   header: string | null,
   secret: string,
   body: Uint8Array,
   nowSeconds: number = Math.floor(Date.now() / 1000),
+  headerName = "X-Service-Signature",
 ): Promise<void> {
-  if (header === null) throw new ServiceError("signature_required");
+  const named = headerName === "X-Service-Signature" ? undefined : headerName;
+  if (header === null) throw new ServiceError("signature_required", named && `This call requires an ${named} header.`);
+  const invalid = () => new ServiceError("invalid_signature", named && `The ${named} header is malformed or does not match the body.`);
   const parsed = parseSignatureHeader(header);
-  if (!parsed) throw new ServiceError("invalid_signature");
+  if (!parsed) throw invalid();
   const expected = await computeSignature(secret, parsed.timestamp, body);
   let matched = false;
   for (const candidate of parsed.signatures) matched = timingSafeEqual(candidate, expected) || matched;
-  if (!matched) throw new ServiceError("invalid_signature");
+  if (!matched) throw invalid();
   if (Math.abs(nowSeconds - Number(parsed.timestamp)) > SIGNATURE_TOLERANCE_SECONDS) {
     throw new ServiceError("signature_expired");
   }

@@ -95,12 +95,33 @@ export class RateLimiter {
   }
 
   /**
+   * Counts an admin call whose token does not grant the tenant it names: against the
+   * token's subject (or the client address for a token without one), never against the
+   * tenant named, whose own admins would otherwise be refused for another's calls.
+   */
+  async forRefusedAdmin(request: LimitedRequest, actor: string | null): Promise<void> {
+    if (this.#limits === null) return;
+    const who = actor === null ? this.addressOf(request) : `token ${actor}`;
+    if (who !== undefined) await this.#count(request, [["admin", this.#limits.admin, `refused ${who}`]]);
+  }
+
+  /**
    * What to answer for a refusal: a failed authentication is counted per client address,
    * and once that address is over its limit it is 429 instead. A valid key from the same
    * address is still served: only failures are counted and refused.
    */
   async afterRefusal(request: LimitedRequest, error: ServiceError): Promise<ServiceError> {
-    if (this.#limits === null || this.#limits.failedAuth === false || !FAILED_AUTHENTICATION.has(error.code)) return error;
+    if (!FAILED_AUTHENTICATION.has(error.code)) return error;
+    return this.failedAuthentication(request, error);
+  }
+
+  /**
+   * Counts `error` as a failed authentication of the client address whatever its code (an
+   * unknown webhook `client_id`, which is the webhook's credential, answers 404), and
+   * answers what to answer: 429 once the address is over its limit.
+   */
+  async failedAuthentication(request: LimitedRequest, error: ServiceError): Promise<ServiceError> {
+    if (this.#limits === null || this.#limits.failedAuth === false) return error;
     const address = this.addressOf(request);
     if (address === undefined) return error;
     try {

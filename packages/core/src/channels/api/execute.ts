@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { authenticateRequest } from "../../auth/authenticate.js";
 import { checkChannelSignature } from "../../auth/channel-signature.js";
 import type { RegisteredFlow, ServiceContext } from "../../context.js";
+import { sha256Hex } from "../../auth/encoding.js";
 import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
 import { isServiceError } from "../../http/errors.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
@@ -29,7 +30,7 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   requireJsonContentType(request);
   const body = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, body, ctx);
-  const key = idempotencyKeyOf(request);
+  const key = await callerKey(request, ctx, found.key.prefix, idempotencyKeyOf(request));
   const parsed = parseJson(body);
   const input = validate(executeRequestSchema, parsed);
   // A streamed answer holds its connection for the whole run: it counts against the caps on
@@ -119,4 +120,16 @@ async function run(
   if (kept) started = kept.stream(started, true);
   const stream = uiMessageStream(started, ctx.logger);
   return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: kept ? kept.watch(stream) : stream };
+}
+
+/**
+ * The key a request's answer is kept under. A server key has one caller, the server that
+ * holds it; a publishable key is in every visitor's page, so its keys are the caller's own:
+ * scoped to the client address, lest a visitor who guesses another's key and body read that
+ * visitor's answer (docs/decisions.md, "Idempotent requests").
+ */
+async function callerKey(request: IncomingRequest, ctx: ServiceContext, prefix: string, key: string | null): Promise<string | null> {
+  if (key === null || prefix !== "svc_pub_") return key;
+  const address = ctx.limits.addressOf(request) ?? "";
+  return `${(await sha256Hex(address)).slice(0, 32)}:${key}`;
 }

@@ -13,7 +13,9 @@ import type { ChannelRecord } from "../../storage/types.js";
  */
 export async function webhookRequest(request: IncomingRequest, clientId: string, ctx: ServiceContext): Promise<{ channel: ChannelRecord; body: unknown }> {
   const channel = await ctx.storage.findChannelByClientId(clientId);
-  if (!channel || channel.type !== "webhook") throw new ServiceError("channel_not_found", "No webhook channel has this client id.");
+  // The client id is the webhook's credential: an unknown one counts as a failed authentication.
+  if (!channel || channel.type !== "webhook")
+    throw await ctx.limits.failedAuthentication(request, new ServiceError("channel_not_found", "No webhook channel has this client id."));
   if (channel.state === "archived") throw new ServiceError("channel_archived");
   if (channel.state === "inactive") throw new ServiceError("channel_inactive");
   await ctx.limits.forWebhook(request, channel);

@@ -212,8 +212,11 @@ describe("the live-chat webhook bridge: inbound", () => {
     const { conversation_id: id } = await execute("help");
     const event = { type: "closed", conversation_id: id };
     const code = async (response: Response) => [response.status, ((await response.json()) as { error: { code: string } }).error.code];
-    expect(await code(await inbound(event, false))).toEqual([401, "signature_required"]);
-    expect(await code(await inbound(event, "another-secret-0123456789"))).toEqual([401, "invalid_signature"]);
+    const unsigned = (await (await inbound(event, false)).json()) as { error: { code: string; message: string } };
+    // The refusal names the header the bridge reads, not execute's.
+    expect(unsigned.error).toEqual({ code: "signature_required", message: expect.stringContaining("X-Channelkit-Signature") });
+    const wrong = (await (await inbound(event, "another-secret-0123456789")).json()) as { error: { code: string; message: string } };
+    expect(wrong.error).toEqual({ code: "invalid_signature", message: expect.stringContaining("X-Channelkit-Signature") });
     expect(await code(await inbound(event, true, Math.floor(Date.now() / 1000) - 301))).toEqual([401, "signature_expired"]);
     // A receiver that signs with stripe-node is understood.
     const stripeSigned = await fetch(`${base}/api/v1/livechat/bridge/events`, {

@@ -15,7 +15,7 @@ import { bridgeEventSchema } from "./schemas.js";
  */
 export async function bridgeEventRoute(request: RouteRequest, ctx: ServiceContext, secret: string): Promise<Response> {
   const raw = await readRawBody(request, ctx.maxBodyBytes);
-  await verifySignature(request.headers.get(BRIDGE_SIGNATURE_HEADER), secret, raw);
+  await verifySignature(request.headers.get(BRIDGE_SIGNATURE_HEADER), secret, raw, undefined, "X-Channelkit-Signature");
   requireJsonContentType(request);
   const event = validate(bridgeEventSchema, parseJson(raw));
   const id = event.conversation_id;
