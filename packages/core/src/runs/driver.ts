@@ -360,26 +360,7 @@ class RunDriver implements RunSteps {
     const input = this.#input;
     const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
     if (input.abort.aborted) return giveUpTurn(input, transcript);
-    const nowMs = Date.now();
-    const now = isoTimestamp(nowMs);
-    const outcome = transcript.outcome(input.runId, input.conversation.id, {
-      status: "error",
-      result: null,
-      error: TURN_WAIT_ERROR,
-      startedAt: now,
-      completedAt: now,
-      durationMs: 0,
-    });
-    const completion: CompleteRunInput = {
-      run: recordOf(input, outcome),
-      conversation: input.conversation,
-      ticket: input.ticket,
-      claimed: false,
-      messages: [],
-      claimUntil: isoTimestamp(nowMs + input.lifecycle.claimMs),
-    };
-    await complete(input, completion, outcome);
-    input.lifecycle.turnPassed(input.conversation.id);
+    await giveUpTurn(input, transcript, TURN_WAIT_ERROR);
     throw new ServiceError("conversation_busy", undefined, { headers: { "retry-after": BUSY_RETRY_AFTER } });
   }
 
@@ -561,16 +542,17 @@ function flowIterator(flow: Flow, ctx: FlowContext): AsyncIterator<FlowEvent, un
 }
 
 /**
- * A run aborted before its turn came while the service closes: stored `cancelled` with its
- * user message, its ticket given up, at once rather than after the runs before it.
+ * A run that gives its ticket up before its turn came: aborted while the service closes,
+ * stored `cancelled` with its user message at once rather than after the runs before it;
+ * or `refused` (it waited too long), stored as that `error` without its user message.
  */
-async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunOutcome> {
+async function giveUpTurn(input: RunInput, transcript: Transcript, refused: string | null = null): Promise<RunOutcome> {
   const nowMs = Date.now();
   const now = isoTimestamp(nowMs);
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
-    status: "cancelled",
+    status: refused === null ? "cancelled" : "error",
     result: null,
-    error: null,
+    error: refused,
     startedAt: now,
     completedAt: now,
     durationMs: 0,
@@ -582,7 +564,8 @@ async function giveUpTurn(input: RunInput, transcript: Transcript): Promise<RunO
       conversation: input.conversation,
       ticket: input.ticket,
       claimed: false,
-      messages: [userMessageOf(input.runId, input.payload, now, input.estimateTokens)],
+      // A refused run's client sends its message again: storing it now would store it twice.
+      messages: refused === null ? [userMessageOf(input.runId, input.payload, now, input.estimateTokens)] : [],
       claimUntil: isoTimestamp(nowMs + input.lifecycle.claimMs),
     },
     outcome,
