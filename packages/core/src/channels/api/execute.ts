@@ -30,7 +30,9 @@ export async function execute(request: IncomingRequest, ctx: ServiceContext): Pr
   requireJsonContentType(request);
   const body = await readRawBody(request, ctx.maxBodyBytes);
   if (channel.requireSignature) await checkChannelSignature(request, channel, body, ctx);
-  const key = await callerKey(request, ctx, found.key.prefix, idempotencyKeyOf(request));
+  const requested = idempotencyKeyOf(request);
+  // No await on the usual path (a server key, or no key): execute is the hot path.
+  const key = requested !== null && found.key.prefix === "svc_pub_" ? await visitorKey(request, ctx, requested) : requested;
   const parsed = parseJson(body);
   const input = validate(executeRequestSchema, parsed);
   // A streamed answer holds its connection for the whole run: it counts against the caps on
@@ -123,13 +125,12 @@ async function run(
 }
 
 /**
- * The key a request's answer is kept under. A server key has one caller, the server that
- * holds it; a publishable key is in every visitor's page, so its keys are the caller's own:
- * scoped to the client address, lest a visitor who guesses another's key and body read that
- * visitor's answer (docs/decisions.md, "Idempotent requests").
+ * The key a publishable key's request is kept under. A server key has one caller, the server
+ * that holds it; a publishable key is in every visitor's page, so its keys are the caller's
+ * own: scoped to the client address, lest a visitor who guesses another's key and body read
+ * that visitor's answer (docs/decisions.md, "Idempotent requests").
  */
-async function callerKey(request: IncomingRequest, ctx: ServiceContext, prefix: string, key: string | null): Promise<string | null> {
-  if (key === null || prefix !== "svc_pub_") return key;
+async function visitorKey(request: IncomingRequest, ctx: ServiceContext, key: string): Promise<string> {
   const address = ctx.limits.addressOf(request) ?? "";
   return `${(await sha256Hex(address)).slice(0, 32)}:${key}`;
 }
