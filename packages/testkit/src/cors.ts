@@ -48,6 +48,25 @@ export function corsTests(h: Harness): void {
       expectReflected(response, APP);
     });
 
+    it("the preflights of the routes that take a signature allow X-Service-Signature: the cancels, the widget's chat, and execute when asked", async () => {
+      const id = crypto.randomUUID();
+      for (const path of [
+        `/public/v1/api/conversations/${id}/cancel`,
+        `/public/v1/api/conversations/${id}/livechat/cancel`,
+        "/public/widget/chat",
+        `/public/widget/chat/${id}/cancel`,
+      ]) {
+        const response = await preflight(h, path, "POST", APP, "authorization,x-service-signature");
+        expect(response.status).toBe(204);
+        expect(response.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, X-Service-Signature");
+        expectReflected(response, APP);
+      }
+      const signed = await preflight(h, EXECUTE_PATH, "POST", APP, "authorization,content-type,x-service-signature");
+      expect(signed.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, X-Service-Signature");
+      const both = await preflight(h, EXECUTE_PATH, "POST", APP, "X-Service-Signature, Idempotency-Key, Authorization");
+      expect(both.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type, Idempotency-Key, X-Service-Signature");
+    });
+
     it("the preflight reflects whatever origin asks (the key's allowed origins decide later)", async () => {
       const origin = "https://unknown.example.org";
       expectReflected(await preflight(h, EXECUTE_PATH, "POST", origin), origin);

@@ -174,6 +174,22 @@ export function signatureTests(h: Harness): void {
       await expectError(await post(`/public/v1/api/conversations/${id}/livechat/cancel`, signatureHeader(channel.signingSecret, "")), 409, "livechat_conflict");
     });
 
+    it("the widget chat's cancel needs the signature too on a publishable channel that requires one", async () => {
+      const app = "https://app.example";
+      const channel = await h.channel({ flow: "echo", mode: "public", allowedOrigins: [app], requireSignature: true });
+      const secret = channel.signingSecret as string;
+      const path = `/public/widget/chat/${crypto.randomUUID()}/cancel`;
+      const post = (signature?: string) =>
+        fetch(h.url(path), {
+          method: "POST",
+          headers: { authorization: `Bearer ${channel.key}`, origin: app, ...(signature ? { "x-service-signature": signature } : {}) },
+        });
+      await expectError(await post(), 401, "signature_required");
+      await expectError(await post(signatureHeader("another secret", "")), 401, "invalid_signature");
+      // Signed over the empty body: a chat that never ran has nothing to stop.
+      expect((await post(signatureHeader(secret, ""))).status).toBe(204);
+    });
+
     it("503 signing_secret_unavailable when a signature is required but no secret is stored", async () => {
       const channel = await h.channel({ flow: "echo" });
       // The admin API always issues a secret with the flag, so the flag alone is written to storage.

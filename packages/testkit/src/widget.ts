@@ -102,14 +102,15 @@ export function widgetTests(h: Harness): void {
       });
 
       it("each route has its CORS preflight, with no key", async () => {
-        for (const [path, methods] of [
-          [CONFIG_PATH, "GET, OPTIONS"],
-          [CHAT_PATH, "POST, OPTIONS"],
+        // The chat takes a signature on a channel that requires one: its preflight allows it.
+        for (const [path, methods, headers] of [
+          [CONFIG_PATH, "GET, OPTIONS", "Authorization, Content-Type"],
+          [CHAT_PATH, "POST, OPTIONS", "Authorization, Content-Type, X-Service-Signature"],
         ] as const) {
           const response = await fetch(h.url(path), { method: "OPTIONS", headers: { origin: APP, "access-control-request-method": "POST" } });
           expect(response.status).toBe(204);
           expect(response.headers.get("access-control-allow-methods")).toBe(methods);
-          expect(response.headers.get("access-control-allow-headers")).toBe("Authorization, Content-Type");
+          expect(response.headers.get("access-control-allow-headers")).toBe(headers);
           expect(response.headers.get("access-control-allow-origin")).toBe(APP);
           expect(response.headers.get("access-control-allow-credentials")).toBeNull();
         }

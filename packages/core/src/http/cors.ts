@@ -25,6 +25,12 @@ export function withCors(request: IncomingRequest, reply: Reply): Reply {
 
 const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
 
+/**
+ * What the preflight of a route that takes a signature on a channel that requires one
+ * allows (docs/security.md, "Request signatures"): without it a browser could not send one.
+ */
+export const SIGNED_HEADERS = "Authorization, Content-Type, X-Service-Signature";
+
 /** The answer to an `OPTIONS` preflight: no authentication, no body. */
 export function preflight(allowMethods: string, allowHeaders = "Authorization, Content-Type"): Reply {
   return {

@@ -3,6 +3,7 @@ import { historyQuerySchema } from "../channels/api/schemas.js";
 import { widgetConfigQuerySchema } from "../channels/widget/schemas.js";
 import { auditRouteQuerySchema } from "../admin/schemas.js";
 import { inboxConversationQuerySchema, inboxListQuerySchema } from "../livechat/inbox/schemas.js";
+import { SIGNED_HEADERS } from "../http/cors.js";
 import type { ErrorCode } from "../http/errors.js";
 import type { RequestComponent, ResponseComponent } from "./components.js";
 
@@ -234,8 +235,13 @@ const RESUME_RESPONSES: Record<number, SuccessSpec> = {
 
 /** Every route of the service and of channelkit's plugins. */
 export const OPERATIONS: readonly OperationSpec[] = [
-  // Idempotency-Key only when the preflight asks for it: the contract's answer otherwise.
-  preflight(EXECUTE, "api", "execute", undefined, [ALLOWED_HEADERS.api, `${ALLOWED_HEADERS.api}, Idempotency-Key`]),
+  // Idempotency-Key and X-Service-Signature only when the preflight asks for them: the contract's answer otherwise.
+  preflight(EXECUTE, "api", "execute", undefined, [
+    ALLOWED_HEADERS.api,
+    `${ALLOWED_HEADERS.api}, Idempotency-Key`,
+    `${ALLOWED_HEADERS.api}, X-Service-Signature`,
+    `${ALLOWED_HEADERS.api}, Idempotency-Key, X-Service-Signature`,
+  ]),
   {
     method: "post",
     path: EXECUTE,
@@ -325,7 +331,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     detailNotFound: true,
     counted: true,
   },
-  preflight(`${CONVERSATION}/livechat/cancel`, "livechat", "cancelLiveChat"),
+  preflight(`${CONVERSATION}/livechat/cancel`, "livechat", "cancelLiveChat", undefined, SIGNED_HEADERS),
   {
     method: "post",
     path: `${CONVERSATION}/livechat/cancel`,
@@ -356,7 +362,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     detailNotFound: true,
     counted: true,
   },
-  preflight(`${CONVERSATION}/cancel`, "streams", "cancelConversationRun"),
+  preflight(`${CONVERSATION}/cancel`, "streams", "cancelConversationRun", undefined, SIGNED_HEADERS),
   {
     method: "post",
     path: `${CONVERSATION}/cancel`,
@@ -390,7 +396,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     errors: [...PUBLISHABLE_KEY, "validation_error"],
     counted: true,
   },
-  preflight(WIDGET_CHAT, "widget", "widgetChat"),
+  preflight(WIDGET_CHAT, "widget", "widgetChat", undefined, SIGNED_HEADERS),
   {
     method: "post",
     path: WIDGET_CHAT,
@@ -431,7 +437,7 @@ export const OPERATIONS: readonly OperationSpec[] = [
     detailNotFound: true,
     counted: true,
   },
-  preflight(`${WIDGET_CHAT}/{chat_id}/cancel`, "widget", "cancelWidgetChatRun"),
+  preflight(`${WIDGET_CHAT}/{chat_id}/cancel`, "widget", "cancelWidgetChatRun", undefined, SIGNED_HEADERS),
   {
     method: "post",
     path: `${WIDGET_CHAT}/{chat_id}/cancel`,

@@ -1,5 +1,5 @@
 import type { ServiceContext } from "../../context.js";
-import { preflight } from "../../http/cors.js";
+import { preflight, SIGNED_HEADERS } from "../../http/cors.js";
 import type { Route } from "../../http/router.js";
 import { chat } from "./chat.js";
 import { config } from "./config.js";
@@ -21,12 +21,13 @@ export function widgetChannel(): { name: string; routes: Route<ServiceContext>[]
     routes: [
       { method: "OPTIONS", path: CONFIG_PATH, handle: () => preflight("GET, OPTIONS") },
       { method: "GET", path: CONFIG_PATH, handle: (request, _params, ctx) => config(request, ctx) },
-      { method: "OPTIONS", path: CHAT_PATH, handle: () => preflight("POST, OPTIONS") },
+      // The chat and its cancel take a signature on a channel that requires one.
+      { method: "OPTIONS", path: CHAT_PATH, handle: () => preflight("POST, OPTIONS", SIGNED_HEADERS) },
       { method: "POST", path: CHAT_PATH, handle: (request, _params, ctx) => chat(request, ctx) },
       // Resumable streams, where the AI SDK's transport reconnects (docs/streaming.md).
       { method: "OPTIONS", path: CHAT_STREAM_PATH, handle: () => preflight("GET, OPTIONS") },
       { method: "GET", path: CHAT_STREAM_PATH, handle: (request, params, ctx) => resumeChatStream(request, params.chat_id as string, ctx) },
-      { method: "OPTIONS", path: CHAT_CANCEL_PATH, handle: () => preflight("POST, OPTIONS") },
+      { method: "OPTIONS", path: CHAT_CANCEL_PATH, handle: () => preflight("POST, OPTIONS", SIGNED_HEADERS) },
       { method: "POST", path: CHAT_CANCEL_PATH, handle: (request, params, ctx) => cancelChatRun(request, params.chat_id as string, ctx) },
     ],
   };
