@@ -255,6 +255,14 @@ export function adminTests(h: Harness): void {
         const again = await adminOk(h, "PATCH", channelAdminPath(channel.id), { tenant, token, body: { config: { require_signature: true } } });
         expect(Object.keys(again)).toEqual(["channel"]);
         await expectAccepted(await signedRun(h, channel, on.signing_secret));
+        // The secret it made is audited as one made, as a rotation's is (never the secret itself).
+        const { events } = await adminOk(h, "GET", `${AUDIT_PATH}?channel_id=${channel.id}`, { tenant, token });
+        const made = (events as Record<string, any>[]).find((event) => event.operation === "update_channel" && event.changes["config.require_signature"]);
+        expect(made?.changes).toEqual({
+          "config.require_signature": { from: false, to: true },
+          has_signing_secret: { from: false, to: true },
+          signing_secret: { from: "none", to: "new" },
+        });
       });
 
       it("several PATCHes turning signatures on at once: one answers the signing_secret, which signs; the others answer none", async () => {

@@ -160,6 +160,13 @@ export function liveChatTests(h: Harness): void {
       expect(replayed.message).toMatchObject({ content: "B's secret answer", livechat_message_id: "desk-b-1" });
       const { messages } = await readHistory(h, b.channel.key, b.conversationId);
       expect(messages.filter((m) => m.livechat_message_id === "desk-b-1")).toHaveLength(1);
+      // A new message after the close is refused, as every write after it.
+      const late = await adminFetch(h, "POST", inboxPath(b.conversationId, "messages"), {
+        token: b.token,
+        tenant: b.channel.tenantId,
+        body: { content: "too late", livechat_message_id: "desk-b-2" },
+      });
+      await expectError(late, 409, "livechat_conflict");
     });
 
     it("the user's subscription sees the mode, the agent's messages and each change of mode live", async () => {
