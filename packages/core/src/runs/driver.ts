@@ -306,12 +306,13 @@ class RunDriver implements RunSteps {
     // without running its flow: its user message comes after the runs before it, not between
     // one's question and its answer (decisions.md: runs take turns in arrival order). Only a
     // service that closes gives the turn up at once, for it must not wait on other instances.
-    const waitUntil = Date.now() + lifecycle.waitTimeoutMs;
+    // Measured from the run's arrival, with no clock read for a run whose turn came at once.
+    const waitUntil = input.claimedAtMs + lifecycle.waitTimeoutMs;
     for (let attempt = 0; !this.#turn && !(abort.aborted && lifecycle.closed); attempt++) {
       await lifecycle.awaitTurn(input.conversation.id, attempt, abort);
       if (abort.aborted && lifecycle.closed) break;
-      if (Date.now() > waitUntil) return this.#waitedTooLong();
       this.#startedMs = Date.now();
+      if (this.#startedMs > waitUntil) return this.#waitedTooLong();
       const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
       if (input.stream) claim.stream = input.stream;
       this.#turn = await this.#claimTurn(claim);
