@@ -8,6 +8,7 @@ import type { OpenStreams } from "./ratelimit/open-streams.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { RunStreams } from "./streams/run-streams.js";
 import type { Storage } from "./storage/types.js";
+import type { PluginRegistry } from "./plugin/registry.js";
 
 /** Where the service reports what it cannot answer with: failures of its own, warnings. */
 export interface Logger {
@@ -22,6 +23,8 @@ export interface RegisteredFlow extends FlowIdentity {
 
 /** What every handler receives: the service's dependencies and settings. */
 export interface ServiceContext {
+  /** What the service's plugins registered: their channel types, and the hooks that hear of runs. */
+  plugins: PluginRegistry;
   storage: Storage;
   flows: ReadonlyMap<string, RegisteredFlow>;
   secrets: SecretBox;

@@ -61,7 +61,7 @@ export { signRequestBody } from "./auth/signature.js";
 export type { FinishMetadata, UIStreamEvent } from "./runs/ui-stream.js";
 // The OpenAPI 3.1 document of the routes (docs/openapi.json; served at GET /public/v1/openapi.json).
 export { openApiDocument, type OpenApiDocument, type OpenApiDocumentOptions } from "./openapi/document.js";
-export { OPENAPI_PATH } from "./openapi/operations.js";
+export { OPENAPI_PATH } from "./openapi/route.js";
 
 // Flow authors.
 export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage, type FlowTrigger } from "./flows/define.js";
@@ -87,8 +87,28 @@ export {
   type StateEvent,
 } from "./flows/events.js";
 
-// Plugin authors: routes answering a Web Response, with the service's context.
-export type { ChannelPlugin, Route, RouteParams, RouteRequest } from "./plugins.js";
+// Plugin authors: the plugin shape, its routes, channel types, hooks and storage (docs/plugins.md).
+export type { RouteParams, RouteRequest } from "./plugins.js";
+export { definePlugin, type ChannelPlugin, type ErrorCodeDefinition } from "./plugin/plugin.js";
+export {
+  defineRoute,
+  type AnyRoute,
+  type PathParams,
+  type RouteAnswer,
+  type RouteCall,
+  type RouteCors,
+  type RouteDefinition,
+  type RouteMethod,
+} from "./plugin/route.js";
+export { defineChannelType, type ChannelTypeDefinition } from "./plugin/channel-type.js";
+export type * from "./plugin/hooks.js";
+export type * from "./plugin/storage.js";
+export type { PluginRegistry } from "./plugin/registry.js";
+export type { OperationDoc, ParameterSpec, SuccessSpec, HeaderName, Security } from "./openapi/spec.js";
+export * as routeDocs from "./openapi/common.js";
+export { apiChannel } from "./channels/api/plugin.js";
+export { webhookChannel } from "./channels/webhook/plugin.js";
+export { widgetChannel } from "./channels/widget/plugin.js";
 export type { ServiceContext, RegisteredFlow } from "./context.js";
 export type { SecretBox } from "./auth/secret-box.js";
 // Authenticating a request by its channel key, and running a flow from a route: the one

@@ -20,6 +20,7 @@ const KNOWN = [
   "trustProxy",
   "streamLimits",
   "openapi",
+  "channels",
 ] as const;
 
 // An option added to ChannelServiceOptions fails the build here until it is listed above.

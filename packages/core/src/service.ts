@@ -12,7 +12,7 @@ import { isServiceError, ServiceError } from "./http/errors.js";
 import { fromResponse, type IncomingRequest, type Reply, toResponse } from "./http/reply.js";
 import { errorReply } from "./http/respond.js";
 import { pathnameOf, pathWithin } from "./http/pathname.js";
-import { type Route, Router } from "./http/router.js";
+import { Router } from "./http/router.js";
 import { inProcessFeed } from "./livechat/feed.js";
 import { LiveChat } from "./livechat/live-chat.js";
 import type { LiveChatProvider } from "./livechat/provider.js";
@@ -22,11 +22,13 @@ import { DEFAULT_RATE_LIMITS, serviceRateLimitsSchema, type ServiceRateLimits } 
 import { memoryRateLimitStore, type RateLimitStore } from "./ratelimit/store.js";
 import { DEFAULT_STREAM_LIMITS, OpenStreams, type StreamLimits, streamLimitsSchema } from "./ratelimit/open-streams.js";
 import { openApiDocument } from "./openapi/document.js";
-import { openApiRoute } from "./openapi/route.js";
+import { openApiPlugin } from "./openapi/route.js";
+import { routerEntries } from "./plugin/mount.js";
+import { mountPlugins, PluginRegistry } from "./plugin/registry.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import { RunStreams } from "./streams/run-streams.js";
 import { checkOptionNames } from "./service-options.js";
-import type { ChannelPlugin } from "./plugins.js";
+import type { ChannelPlugin } from "./plugin/plugin.js";
 import type { ChannelRecord, Storage } from "./storage/types.js";
 
 /** Options of {@link createChannelService}. */
@@ -48,7 +50,13 @@ export interface ChannelServiceOptions {
    * Without one a handover is `livechat_unavailable` and the bot keeps the conversation.
    */
   livechat?: LiveChatProvider;
-  /** Extra channels and features; the API, webhook and widget channels are always on. */
+  /**
+   * The channels the service mounts before its `plugins`: by default the API, webhook and
+   * widget channels (`[apiChannel(), webhookChannel(), widgetChannel()]`). Leave one out, or
+   * put a channel of your own in its place.
+   */
+  channels?: ChannelPlugin[];
+  /** Extra channels and features (`adminApi()`, a chat platform's channel...), mounted after `channels` and `livechat`, in this order. */
   plugins?: ChannelPlugin[];
   /** Path prefix the routes are mounted under, e.g. `/chat` (default: none). */
   basePath?: string;
@@ -227,7 +235,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const openStreams = new OpenStreams(streamLimits, (request) => limits.addressOf(request));
   const feed = options.storage.feed ?? inProcessFeed();
   const leaseMs = options.turnLeaseMs ?? 30_000;
+  const pluginRegistry = new PluginRegistry(logger);
   const ctx: ServiceContext = {
+    plugins: pluginRegistry,
     storage: options.storage,
     flows,
     secrets: createSecretBox(options.secretKey ?? DEVELOPMENT_MASTER_KEY),
@@ -258,20 +268,15 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   await checkChannels(ctx);
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
+  const plugins = [...(options.channels ?? defaultChannels()), ...(options.livechat ? [options.livechat] : []), ...(options.plugins ?? [])];
+  if (options.openapi !== false) plugins.push(openApiPlugin(() => openApiDocument({ plugins: mounted, basePath })));
+  const mounted = await mountPlugins(plugins, ctx, pluginRegistry);
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
-  const builtIn = [apiChannel(), webhookChannel(), widgetChannel(), ...(options.livechat ? [options.livechat] : [])];
-  const mounted: { method: string; path: string }[] = [];
-  const mount = (route: Route<ServiceContext>) => {
-    router.add(route);
-    mounted.push({ method: route.method, path: route.path });
-    routes.push(Object.freeze({ method: route.method.toUpperCase(), path: basePath + route.path }));
-  };
-  for (const plugin of [...builtIn, ...(options.plugins ?? [])]) {
-    if ("init" in plugin && plugin.init) await plugin.init(ctx);
-    for (const route of plugin.routes ?? []) mount(route);
+  for (const entry of routerEntries(mounted.flatMap((plugin) => plugin.routes ?? []))) {
+    router.add(entry);
+    routes.push(Object.freeze({ method: entry.method.toUpperCase(), path: basePath + entry.path }));
   }
-  if (options.openapi !== false) mount(openApiRoute(() => openApiDocument({ routes: mounted, basePath })));
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
     if (connection?.clientAddress) ctx.limits.remember(request, connection.clientAddress);
@@ -306,6 +311,13 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       await ctx.runs.close();
       await ctx.streams.settled();
       await ctx.livechat.drain();
+      for (const plugin of mounted) {
+        try {
+          await plugin.close?.();
+        } catch (error) {
+          logger.error(`channelkit: the plugin "${plugin.id}" failed to close`, error);
+        }
+      }
       if (closeOptions.requestsDone) {
         await Promise.resolve(closeOptions.requestsDone).catch(() => undefined);
         // A request in flight as closing began may have started a run since: aborted as it
@@ -408,6 +420,11 @@ function rateLimiter(options: ChannelServiceOptions, addressesNeeded: boolean): 
       `channelkit: invalid rateLimits option: ${checked.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`,
     );
   return new RateLimiter({ ...DEFAULT_RATE_LIMITS, ...checked.data }, store ?? options.storage.rateLimits ?? memoryRateLimitStore(), hops);
+}
+
+/** The channels a service mounts unless told otherwise. */
+function defaultChannels(): ChannelPlugin[] {
+  return [apiChannel(), webhookChannel(), widgetChannel()];
 }
 
 /** `NODE_ENV` where a `process` global exists (Node, Bun, Deno's compatibility layer). */

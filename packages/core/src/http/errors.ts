@@ -65,34 +65,67 @@ export const ERROR_CODES = {
 /** A machine-readable error code of the contract. */
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** A code of the table: one of the contract's, or one a plugin declared (`ChannelPlugin.errorCodes`). */
+// biome-ignore lint/complexity/noBannedTypes: `string & {}` keeps the contract's codes suggested beside any string.
+export type AnyErrorCode = ErrorCode | (string & {});
+
+/** The codes plugins added, process-wide: a code means one thing wherever it is thrown. */
+const pluginCodes = new Map<string, { status: number; message: string; plugin: string }>();
+
+/** The status and message of a code of the table, or undefined for a code nobody declared. */
+export function errorDefinition(code: string): { status: number; message: string } | undefined {
+  return Object.hasOwn(ERROR_CODES, code) ? ERROR_CODES[code as ErrorCode] : pluginCodes.get(code);
+}
+
+/**
+ * Adds a plugin's codes to the table. A code of the contract, or one another plugin declared
+ * otherwise, is refused: a client must be able to branch on a code alone.
+ */
+export function registerErrorCodes(plugin: string, codes: Readonly<Record<string, { status: number; message: string }>>): void {
+  for (const [code, { status, message }] of Object.entries(codes)) {
+    if (!/^[a-z][a-z0-9_]*$/.test(code)) throw new TypeError(`channelkit: plugin "${plugin}" declares the error code "${code}": use lower case letters, digits and _`);
+    if (!(Number.isInteger(status) && status >= 400 && status <= 599)) {
+      throw new TypeError(`channelkit: plugin "${plugin}" declares the error code "${code}" with status ${status}: an error's status is 400 to 599`);
+    }
+    if (Object.hasOwn(ERROR_CODES, code)) throw new TypeError(`channelkit: plugin "${plugin}" declares the error code "${code}", which is channelkit's own`);
+    const known = pluginCodes.get(code);
+    if (known && (known.status !== status || known.message !== message)) {
+      throw new TypeError(`channelkit: plugins "${known.plugin}" and "${plugin}" both declare the error code "${code}", differently`);
+    }
+    pluginCodes.set(code, { status, message, plugin });
+  }
+}
+
 /**
  * An expected failure of a request, carried as a value up to the router, which turns it
  * into the `{ error: { code, message } }` envelope with the status of the code table.
  */
 export class ServiceError extends Error {
-  readonly code: ErrorCode;
+  readonly code: AnyErrorCode;
   readonly status: number;
   /** Machine-readable detail, e.g. the failing fields of a `validation_error`. */
   readonly details: unknown;
   /** Extra response headers, e.g. `Allow` on a 405. */
   readonly headers: Record<string, string> | undefined;
 
-  constructor(code: ErrorCode, message?: string, options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> }) {
+  constructor(code: AnyErrorCode, message?: string, options?: { cause?: unknown; details?: unknown; headers?: Record<string, string> }) {
     // An expected refusal is a value, not a fault: no stack trace is captured (see
     // docs/benchmarks.md, "Why the code looks like this"). A failure of the service keeps its
     // own stack in `cause`.
+    const definition = errorDefinition(code);
+    if (definition === undefined) throw new TypeError(`channelkit: no error code "${code}" in the table: declare it in a plugin's errorCodes`);
     // `stackTraceLimit` is V8's; elsewhere setting it is harmless.
     const v8 = Error as { stackTraceLimit?: number };
     const stackTraceLimit = v8.stackTraceLimit;
     v8.stackTraceLimit = 0;
     try {
-      super(message ?? ERROR_CODES[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+      super(message ?? definition.message, options?.cause === undefined ? undefined : { cause: options.cause });
     } finally {
       v8.stackTraceLimit = stackTraceLimit;
     }
     this.name = "ServiceError";
     this.code = code;
-    this.status = ERROR_CODES[code].status;
+    this.status = definition.status;
     this.details = options?.details;
     this.headers = options?.headers;
   }

@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode, type ServiceError } from "./errors.js";
+import { type AnyErrorCode, ERROR_CODES, type ErrorCode, type ServiceError } from "./errors.js";
 import { type Reply, toResponse } from "./reply.js";
 
 /** A JSON reply. Its body is one string, so an adapter sends it in one write with its length. */
@@ -18,7 +18,7 @@ export function jsonResponse(body: unknown, status = 200): Response {
 const JSON_TYPE = "application/json; charset=utf-8";
 
 /** The contract's error envelope: `{ error: { code, message } }`, plus `details` for validation. */
-function errorBody(code: ErrorCode, message: string = ERROR_CODES[code].message, details?: unknown) {
+function errorBody(code: AnyErrorCode, message: string = ERROR_CODES[code as ErrorCode].message, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
 

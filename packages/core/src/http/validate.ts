@@ -14,7 +14,7 @@ export function validate<Schema extends z.ZodType>(schema: Schema, input: unknow
  * An integer query parameter from `min` to `max`, `fallback` when absent. Its JSON Schema
  * (the OpenAPI document's) is the integer it stands for, not the string it is sent as.
  */
-export const integerParam = (name: string, min: number, max: number, fallback: number) =>
+export const integerParam = (name: string, min: number, max: number, fallback: number, description?: string) =>
   z
     .string()
     .meta({ type: "integer", minimum: min, maximum: max, default: fallback })
@@ -27,4 +27,5 @@ export const integerParam = (name: string, min: number, max: number, fallback: n
         return z.NEVER;
       }
       return number;
-    });
+    })
+    .meta(description === undefined ? {} : { description });

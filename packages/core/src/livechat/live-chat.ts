@@ -88,7 +88,7 @@ export class LiveChat {
       return await provider.available({ tenantId: channel.tenantId, channelId: channel.id, conversationId });
     } catch (error) {
       this.#logger.warn(
-        `channelkit: the live-chat provider "${provider.name}" failed to say whether an agent is available; the handover is unavailable`,
+        `channelkit: the live-chat provider "${provider.id}" failed to say whether an agent is available; the handover is unavailable`,
         error,
       );
       return false;
@@ -280,7 +280,7 @@ export class LiveChat {
 
   /** Calls the provider off the request's path; a failure is logged, never thrown. */
   #call(hook: string, call: () => void | Promise<void>): void {
-    const name = this.provider?.name ?? "provider";
+    const name = this.provider?.id ?? "provider";
     const promise = Promise.resolve()
       .then(call)
       .catch((error) => this.#logger.warn(`channelkit: the live-chat provider "${name}" failed in ${hook}()`, error))

@@ -1,8 +1,10 @@
 import { z } from "zod";
-import { ERROR_CODES } from "../http/errors.js";
-import { componentSchemas, inlineSchema, type JsonSchema, ref } from "./components.js";
-import { codesWithStatus, statusesOf } from "./errors.js";
-import { type HeaderName, OPERATIONS, type OperationSpec, type ParameterSpec, type SuccessSpec, TAGS } from "./operations.js";
+import { componentSchemas, inlineSchema, type JsonSchema, ref, type RequestComponent, type ResponseComponent } from "./components.js";
+import type { ChannelPlugin } from "../plugin/plugin.js";
+import { operationsOf } from "./derive.js";
+import { codesWithStatus, definitionOf, statusesOf } from "./errors.js";
+import type { HeaderName, OperationSpec, ParameterSpec, SuccessSpec } from "./spec.js";
+import { TAGS } from "./spec.js";
 
 /** An OpenAPI 3.1 document, as plain JSON. */
 export interface OpenApiDocument {
@@ -21,36 +23,30 @@ export interface OpenApiDocument {
 
 /** Options of {@link openApiDocument}. */
 export interface OpenApiDocumentOptions {
-  /**
-   * Only the operations of these routes (method and path as the service's router holds
-   * them, `:name` for a parameter, without the `basePath`): what one service mounts. Every
-   * route of channelkit and of its plugins when absent.
-   */
-  routes?: readonly { method: string; path: string }[];
+  /** The plugins whose routes the document describes: a service passes those it mounts, its channels included. */
+  plugins: readonly ChannelPlugin[];
   /** The service's `basePath`, written as the document's server, e.g. `/chat`. */
   basePath?: string;
 }
 
 /**
- * The OpenAPI 3.1 document of channelkit's HTTP routes, generated from the zod schemas the
- * service validates requests and writes answers with: every route, parameter, body, answer,
- * header, security scheme, error code per route, and the events of its server-sent event
- * streams. Without options it describes every route of the service and of channelkit's
- * plugins (`adminApi()`, `liveChatInbox()`, `liveChatWebhookBridge()`, `widgetAsset()`):
- * this is `docs/openapi.json`. A service serves its own at `GET /public/v1/openapi.json`.
- *
- * @example
- * import { openApiDocument } from "@channelkit/core";
- * const document = openApiDocument(); // the whole document, as docs/openapi.json holds it
+ * The OpenAPI 3.1 document of routes, generated from the routes themselves (their zod
+ * schemas, their `doc`, their `cors`): every route, parameter, body, answer, header, security
+ * scheme, error code per route, and the events of its server-sent event streams. A service
+ * serves the document of its own routes at `GET /public/v1/openapi.json`, plugins' included;
+ * `docs/openapi.json` is that of every route of channelkit and its plugins.
  */
-export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenApiDocument {
-  const mounted = options.routes ? new Set(options.routes.map((route) => routeKey(route.method, route.path))) : null;
-  const operations = OPERATIONS.filter((operation) => mounted === null || mounted.has(routeKey(operation.method, operation.path)));
+export function openApiDocument(options: OpenApiDocumentOptions): OpenApiDocument {
+  const operations = operationsOf(options.plugins);
   const paths: OpenApiDocument["paths"] = {};
   for (const operation of operations) {
     paths[operation.path] = { ...paths[operation.path], [operation.method]: operationObject(operation) };
   }
-  const usedTags = new Set(operations.map((operation) => operation.tag));
+  const builtInTags = new Set<string>(operations.flatMap((operation) => (typeof operation.tag === "string" ? [operation.tag] : [])));
+  const pluginTags = new Map<string, { name: string; description: string }>();
+  for (const operation of operations) if (typeof operation.tag === "object") pluginTags.set(operation.tag.name, operation.tag);
+  const schemes: Record<string, unknown> = { ...SECURITY_SCHEMES };
+  for (const operation of operations) if (typeof operation.security === "object") Object.assign(schemes, operation.security.schemes);
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   return {
     openapi: "3.1.1",
@@ -61,9 +57,12 @@ export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenApiDo
       license: { name: "MIT", identifier: "MIT" },
     },
     ...(basePath ? { servers: [{ url: basePath, description: "The service's basePath" }] } : {}),
-    tags: Object.entries(TAGS)
-      .filter(([key]) => usedTags.has(key as OperationSpec["tag"]))
-      .map(([, tag]) => ({ ...tag })),
+    tags: [
+      ...Object.entries(TAGS)
+        .filter(([key]) => builtInTags.has(key))
+        .map(([, tag]) => ({ ...tag })),
+      ...[...pluginTags.values()].map((tag) => ({ ...tag })),
+    ],
     paths,
     components: {
       schemas: componentSchemas(),
@@ -89,13 +88,13 @@ export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenApiDo
         RuntimeError: errorResponse("A failure of the service itself (database down, a bug); a flow's failure is a run outcome instead.", ["runtime_error"]),
       },
       headers: HEADERS,
-      securitySchemes: SECURITY_SCHEMES,
+      securitySchemes: schemes,
     },
   };
 }
 
 /** The document as `docs/openapi.json` holds it (before the formatter). */
-export function openApiText(document: OpenApiDocument = openApiDocument()): string {
+export function openApiText(document: OpenApiDocument): string {
   return `${JSON.stringify(document, null, 2)}\n`;
 }
 
@@ -188,7 +187,7 @@ const SECURITY_SCHEMES = {
   },
 };
 
-const SECURITY: Record<OperationSpec["security"], Record<string, string[]>[]> = {
+const SECURITY: Record<Extract<OperationSpec["security"], string>, Record<string, string[]>[]> = {
   channelKey: [{ serverKey: [] }, { publishableKey: [] }],
   publishableKey: [{ publishableKey: [] }],
   admin: [{ adminToken: [], tenantId: [] }],
@@ -201,33 +200,27 @@ function operationObject(operation: OperationSpec): Record<string, unknown> {
     operationId: operation.operationId,
     summary: operation.summary,
     ...(operation.description ? { description: operation.description } : {}),
-    tags: [TAGS[operation.tag].name],
-    security: SECURITY[operation.security],
+    tags: [typeof operation.tag === "string" ? TAGS[operation.tag].name : operation.tag.name],
+    security:
+      typeof operation.security === "string" ? SECURITY[operation.security] : Object.keys(operation.security.schemes).map((name) => ({ [name]: [] })),
     ...(operation.parameters?.length ? { parameters: operation.parameters.map(parameterObject) } : {}),
     ...(operation.body
       ? {
           requestBody: {
             required: operation.body.required,
             ...(operation.body.description ? { description: operation.body.description } : {}),
-            content: { "application/json": { schema: ref(operation.body.component) } },
+            content: { "application/json": { schema: schemaOf(operation.body.component, "input") } },
           },
         }
       : {}),
-    responses: responsesOf(operation.preflight ? withAllowedMethods(operation) : operation),
+    responses: responsesOf(operation),
     ...(operation.plugin ? { "x-channelkit-plugin": operation.plugin } : {}),
   };
 }
 
-/** A preflight whose 204 names the methods of its path, as the route answers them: the path's own, then `OPTIONS`. */
-function withAllowedMethods(preflight: OperationSpec): OperationSpec {
-  const methods = OPERATIONS.filter((operation) => operation.path === preflight.path && operation.method !== "options").map((operation) =>
-    operation.method.toUpperCase(),
-  );
-  const answer = preflight.responses[204] as SuccessSpec;
-  return {
-    ...preflight,
-    responses: { 204: { ...answer, values: { ...answer.values, "Access-Control-Allow-Methods": [...methods, "OPTIONS"].join(", ") } } },
-  };
+/** A component of channelkit's by name, or a plugin's zod schema written inline. */
+function schemaOf(component: RequestComponent | ResponseComponent | z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  return typeof component === "string" ? ref(component) : inlineSchema(component, io);
 }
 
 function parameterObject(parameter: ParameterSpec): Record<string, unknown> {
@@ -271,8 +264,8 @@ function successResponse(success: SuccessSpec, counted: boolean): Record<string,
     headers[headerName(name)] = { description: HEADERS[name]?.description, required: true, schema };
   }
   const content: Record<string, unknown> = {};
-  if (success.json) content["application/json"] = { schema: ref(success.json) };
-  if (success.sse) content["text/event-stream"] = { schema: ref(success.sse) };
+  if (success.json) content["application/json"] = { schema: schemaOf(success.json, "output") };
+  if (success.sse) content["text/event-stream"] = { schema: schemaOf(success.sse, "output") };
   if (success.other) content[success.other.mediaType] = { schema: { type: "string", ...success.other.schema, description: success.other.description } };
   return {
     description: success.description,
@@ -335,5 +328,5 @@ function detailNotFoundResponse(operation: OperationSpec): Record<string, unknow
 }
 
 function describeCodes(codes: readonly string[]): string {
-  return codes.map((code) => `\`${code}\`: ${ERROR_CODES[code as keyof typeof ERROR_CODES].message}`).join(" ");
+  return codes.map((code) => `\`${code}\`: ${definitionOf(code).message}`).join(" ");
 }

@@ -5,6 +5,7 @@
  */
 import type { ChannelRateLimits } from "../ratelimit/rules.js";
 import type { RateLimitStore } from "../ratelimit/store.js";
+import type { PluginSchema, PluginStore } from "../plugin/storage.js";
 
 /** Deployment environment of a channel; keys carry the one they were created for. */
 export type Environment = "prod" | "dev" | "staging";
@@ -642,16 +643,27 @@ export interface Storage {
   /** Audit events, newest first (by timestamp, then id). */
   listAuditEvents(query: AuditQuery): Promise<AuditEventRecord[]>;
 
-  /** Brings the schema up to date. */
-  migrate(): Promise<void>;
+  /**
+   * Brings the schema up to date: channelkit's migrations, then those of the plugins passed
+   * (each plugin's by name, recorded as `<plugin id>/<name>`). Stores without SQL tables
+   * (memory) refuse a plugin with migrations.
+   */
+  migrate(options?: MigrateOptions): Promise<void>;
+  /** The key-value and lease store of the plugin `pluginId`, shared by every instance on the database. */
+  pluginStore?(pluginId: string): PluginStore;
   /**
    * Which migrations the database lacks, or has that this version does not know, read without
    * changing anything. `createChannelService` asks it at start-up and refuses to start on a
    * schema that is missing or behind, saying how to migrate. Optional: a storage without it
    * (one of your own) is not checked.
    */
-  schemaStatus?(): Promise<SchemaStatus>;
+  schemaStatus?(options?: MigrateOptions): Promise<SchemaStatus>;
   close(): Promise<void>;
+}
+
+/** The plugins whose tables {@link Storage.migrate} brings up to date beside channelkit's. */
+export interface MigrateOptions {
+  plugins?: readonly { id: string; schema?: PluginSchema | undefined }[];
 }
 
 /** What {@link Storage.schemaStatus} finds: the database's schema against the migrations this version knows. */

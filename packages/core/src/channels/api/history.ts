@@ -1,22 +1,24 @@
+import type { z } from "zod";
 import { authenticateRequest } from "../../auth/authenticate.js";
 import type { ServiceContext } from "../../context.js";
 import { fitTokenBudget } from "../../conversations/window.js";
-import type { IncomingRequest, Reply } from "../../http/reply.js";
+import type { Reply } from "../../http/reply.js";
+import type { RouteCall } from "../../plugin/route.js";
 import { json } from "../../http/respond.js";
-import { validate } from "../../http/validate.js";
 import { messageView } from "../../conversations/message-view.js";
 import { liveChatView } from "../../livechat/view.js";
 import { conversationOrDetail, isDetailReply } from "./conversation.js";
-import { historyQuerySchema } from "./schemas.js";
+import type { historyQuerySchema } from "./schemas.js";
+
+type HistoryPath = "/public/v1/api/conversations/:session_id/messages";
+type HistoryQuery = z.output<typeof historyQuerySchema>;
 
 /** `GET /public/v1/api/conversations/{session_id}/messages`: the conversation's history. */
-export async function history(request: IncomingRequest, sessionId: string, ctx: ServiceContext): Promise<Reply> {
+export async function history(call: RouteCall<HistoryPath, HistoryQuery>, ctx: ServiceContext): Promise<Reply> {
+  const { request } = call;
+  const sessionId = call.params.session_id;
   const { channel } = await authenticateRequest(request, ctx);
-  const params = new URL(request.url).searchParams;
-  const query = validate(historyQuerySchema, {
-    limit: params.get("limit") ?? undefined,
-    token_budget: params.get("token_budget") ?? undefined,
-  });
+  const query = call.query();
 
   // The contract keeps this route's 404 in the framework's `{ detail }` format.
   const conversation = await conversationOrDetail(ctx.storage, channel, sessionId);

@@ -1,62 +1,196 @@
-import type { ServiceContext } from "../../context.js";
-import type { Route } from "../../http/router.js";
-import { preflight, SIGNED_HEADERS } from "../../http/cors.js";
-import type { IncomingRequest, Reply } from "../../http/reply.js";
+import { z } from "zod";
+import type { ChannelPlugin } from "../../plugin/plugin.js";
+import { defineRoute } from "../../plugin/route.js";
+import {
+  CANCEL_RESPONSES,
+  CHANNEL_KEY,
+  HOP_BY_HOP,
+  IDEMPOTENCY,
+  IDEMPOTENCY_KEY_HEADER,
+  JSON_BODY,
+  ORIGIN,
+  RESUME_RESPONSES,
+  SESSION_ID,
+  SIGNATURE,
+  SIGNATURE_HEADER,
+  STREAM_HEADERS,
+  STREAMED,
+} from "../../openapi/common.js";
 import { execute } from "./execute.js";
 import { history } from "./history.js";
 import { cancelLiveChat } from "../../livechat/cancel.js";
 import { conversationEvents } from "../../livechat/subscription.js";
 import { cancelConversationRun, resumeConversationStream } from "../../streams/routes.js";
+import { executeRequestSchema, historyQuerySchema } from "./schemas.js";
 
-const EXECUTE_PATH = "/public/v1/api/execute";
-const HISTORY_PATH = "/public/v1/api/conversations/:session_id/messages";
-const EVENTS_PATH = "/public/v1/api/conversations/:session_id/events";
-const CANCEL_PATH = "/public/v1/api/conversations/:session_id/livechat/cancel";
-const STREAM_PATH = "/public/v1/api/conversations/:session_id/stream";
-const RUN_CANCEL_PATH = "/public/v1/api/conversations/:session_id/cancel";
-/** The headers of ours that execute takes beside the contract's, allowed only when a browser asks for them. */
-const EXECUTE_EXTENSIONS = ["Idempotency-Key", "X-Service-Signature"];
+const CONVERSATION = "/public/v1/api/conversations/:session_id" as const;
+/** What a browser sends with a channel key. */
+const KEYED = { headers: ["Authorization", "Content-Type"] };
+/** The cancels take a signature on a channel that requires one: a browser may send it. */
+const SIGNED = { headers: ["Authorization", "Content-Type", "X-Service-Signature"] };
 
 /**
- * The API channel: execute, its CORS preflight, the conversation history, and beside it the
- * live-chat subscription and cancel. Built in, its
- * routes answer the internal `Reply` (no Web `Response` on the Node fast path), which a
- * plugin's public `Route` does not offer.
+ * The API channel: execute, the conversation's history, and beside them the live chat's
+ * subscription and cancel and the resumable stream's follow and cancel.
  */
-export function apiChannel(): { name: string; routes: Route<ServiceContext>[] } {
+export function apiChannel(): ChannelPlugin {
   return {
-    name: "api-channel",
+    id: "api",
     routes: [
-      { method: "OPTIONS", path: EXECUTE_PATH, handle: (request) => executePreflight(request) },
-      { method: "POST", path: EXECUTE_PATH, handle: (request, _params, ctx) => execute(request, ctx) },
-      // Browsers reading history with a publishable key send a preflight too.
-      { method: "OPTIONS", path: HISTORY_PATH, handle: () => preflight("GET, OPTIONS") },
-      { method: "GET", path: HISTORY_PATH, handle: (request, params, ctx) => history(request, params.session_id as string, ctx) },
-      // Live chat, beside history: the user's subscription and the user's cancel.
-      { method: "OPTIONS", path: EVENTS_PATH, handle: () => preflight("GET, OPTIONS", "Authorization, Content-Type, Last-Event-ID") },
-      { method: "GET", path: EVENTS_PATH, handle: (request, params, ctx) => conversationEvents(request, params.session_id as string, ctx) },
-      // The cancels take a signature on a channel that requires one: a browser may send it.
-      { method: "OPTIONS", path: CANCEL_PATH, handle: () => preflight("POST, OPTIONS", SIGNED_HEADERS) },
-      { method: "POST", path: CANCEL_PATH, handle: (request, params, ctx) => cancelLiveChat(request, params.session_id as string, ctx) },
-      // Resumable streams: the run in flight's stream, and stopping it (docs/streaming.md).
-      { method: "OPTIONS", path: STREAM_PATH, handle: () => preflight("GET, OPTIONS") },
-      { method: "GET", path: STREAM_PATH, handle: (request, params, ctx) => resumeConversationStream(request, params.session_id as string, ctx) },
-      { method: "OPTIONS", path: RUN_CANCEL_PATH, handle: () => preflight("POST, OPTIONS", SIGNED_HEADERS) },
-      { method: "POST", path: RUN_CANCEL_PATH, handle: (request, params, ctx) => cancelConversationRun(request, params.session_id as string, ctx) },
+      defineRoute({
+        method: "POST",
+        path: "/public/v1/api/execute",
+        auth: "channelKey",
+        // Idempotency-Key and X-Service-Signature only when the browser asks for them
+        // (@channelkit/client sends a key; our extension, docs/api.md): the contract's answer otherwise.
+        cors: { headers: KEYED.headers, optionalHeaders: ["Idempotency-Key", "X-Service-Signature"] },
+        body: executeRequestSchema,
+        rateLimited: true,
+        doc: {
+          operationId: "execute",
+          summary: "Run the channel's flow",
+          description:
+            "Runs the flow bound to the key's channel and answers the run as JSON, or streams it (the AI SDK UI message stream) when `stream` is true, or when absent and the channel's `default_stream` is. An error before the first byte is an HTTP error; after it, an `error` event ends the stream. Checks, first failure wins: the key, the channel type, its state, the environment, the origin, the media type, the size, the signature, the body, the conversation.",
+          tag: "api",
+          parameters: [ORIGIN, SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER],
+          body: { component: "ExecuteRequest", required: true },
+          responses: {
+            200: {
+              description:
+                "The run: as JSON (`stream` false), or as a stream of server-sent events. With an `Idempotency-Key` already answered, that answer again, the stream's events all at once.",
+              json: "RunDocument",
+              sse: "UIMessageStreamEvent",
+              optionalHeaders: [...STREAM_HEADERS, ...HOP_BY_HOP, "Idempotent-Replayed"],
+            },
+          },
+          errors: [
+            ...CHANNEL_KEY,
+            ...JSON_BODY,
+            ...SIGNATURE,
+            "conversation_not_found",
+            "conversation_forbidden",
+            ...IDEMPOTENCY,
+            "flow_unavailable",
+            "conversation_busy",
+            ...STREAMED,
+          ],
+        },
+        handle: ({ request }, ctx) => execute(request, ctx),
+      }),
+      defineRoute({
+        method: "GET",
+        path: `${CONVERSATION}/messages` as const,
+        auth: "channelKey",
+        // Browsers reading history with a publishable key send a preflight too.
+        cors: KEYED,
+        query: historyQuerySchema,
+        rateLimited: true,
+        doc: {
+          operationId: "getHistory",
+          summary: "Read a conversation's history",
+          description:
+            "`limit` keeps the most recent messages, returned oldest first; `token_budget` then keeps the most recent of those whose summed `token_count` fits. Never a signature. A conversation that does not exist, or is another channel's or tenant's, is a 404 in the `{ detail }` format.",
+          tag: "api",
+          parameters: [SESSION_ID, ORIGIN],
+          responses: { 200: { description: "The history.", json: "HistoryResponse" } },
+          errors: [...CHANNEL_KEY, "validation_error"],
+          detailNotFound: true,
+        },
+        handle: (call, ctx) => history(call, ctx),
+      }),
+      defineRoute({
+        method: "GET",
+        path: `${CONVERSATION}/events` as const,
+        auth: "channelKey",
+        cors: { headers: [...KEYED.headers, "Last-Event-ID"] },
+        rateLimited: true,
+        doc: {
+          operationId: "subscribeConversationEvents",
+          summary: "Follow a conversation's live chat",
+          description:
+            "Server-sent events: the mode first, then each message of the live chat and each change of mode, until the client leaves (a comment every 15 s keeps it open). The checks of history.",
+          tag: "livechat",
+          parameters: [
+            SESSION_ID,
+            {
+              name: "after",
+              in: "query",
+              description:
+                "Replays the live-chat messages after this turn index (-1: all); without it (or `Last-Event-ID`) the stream starts from now.",
+              schema: z.int().min(-1),
+            },
+            { name: "Last-Event-ID", in: "header", description: "What a reconnecting `EventSource` sends: as `after`.", schema: z.string().regex(/^-?\d+$/) },
+            ORIGIN,
+          ],
+          responses: {
+            200: {
+              description: "The live chat as server-sent events.",
+              sse: "ConversationEventStreamEvent",
+              headers: ["Cache-Control-Stream", "X-Accel-Buffering"],
+              optionalHeaders: HOP_BY_HOP,
+            },
+          },
+          errors: [...CHANNEL_KEY, "validation_error", ...STREAMED],
+          detailNotFound: true,
+        },
+        handle: ({ request, params }, ctx) => conversationEvents(request, params.session_id, ctx),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CONVERSATION}/livechat/cancel` as const,
+        auth: "channelKey",
+        cors: SIGNED,
+        rateLimited: true,
+        doc: {
+          operationId: "cancelLiveChat",
+          summary: "Leave the live chat",
+          description:
+            "The user leaves the queue or ends the live chat (`livechat_cancelled`); the provider is told, and the next message goes to the bot. The checks of history. No body: on a channel with `require_signature`, `X-Service-Signature` is computed over the empty body.",
+          tag: "livechat",
+          parameters: [SESSION_ID, ORIGIN, SIGNATURE_HEADER],
+          responses: { 200: { description: "The conversation's live chat as it is now.", json: "LiveChatState" } },
+          errors: [...CHANNEL_KEY, ...SIGNATURE, "livechat_conflict"],
+          detailNotFound: true,
+        },
+        handle: ({ request, params }, ctx) => cancelLiveChat(request, params.session_id, ctx),
+      }),
+      defineRoute({
+        method: "GET",
+        path: `${CONVERSATION}/stream` as const,
+        auth: "channelKey",
+        cors: KEYED,
+        rateLimited: true,
+        doc: {
+          operationId: "resumeConversationStream",
+          summary: "Follow the run in flight",
+          description: "The checks of history, its 404 included.",
+          tag: "streams",
+          parameters: [SESSION_ID, ORIGIN],
+          responses: RESUME_RESPONSES,
+          errors: [...CHANNEL_KEY, ...STREAMED],
+          detailNotFound: true,
+        },
+        handle: ({ request, params }, ctx) => resumeConversationStream(request, params.session_id, ctx),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CONVERSATION}/cancel` as const,
+        auth: "channelKey",
+        cors: SIGNED,
+        rateLimited: true,
+        doc: {
+          operationId: "cancelConversationRun",
+          summary: "Stop the run in flight",
+          description:
+            "Stops the conversation's run on whichever instance runs it; its streams end with `finish` and it is stored `cancelled`. The checks of history. No body: on a channel with `require_signature`, `X-Service-Signature` is computed over the empty body.",
+          tag: "streams",
+          parameters: [SESSION_ID, ORIGIN, SIGNATURE_HEADER],
+          responses: CANCEL_RESPONSES,
+          errors: [...CHANNEL_KEY, ...SIGNATURE],
+          detailNotFound: true,
+        },
+        handle: ({ request, params }, ctx) => cancelConversationRun(request, params.session_id, ctx),
+      }),
     ],
   };
-}
-
-/**
- * The execute preflight: the contract's `Authorization, Content-Type`, and beside them
- * `Idempotency-Key` and `X-Service-Signature` only when the browser asks to send them
- * (@channelkit/client sends a key; our extension, docs/api.md), so that the contract's
- * answer stays exactly what it says.
- */
-function executePreflight(request: IncomingRequest): Reply {
-  const asked = (request.headers.get("access-control-request-headers") ?? "").split(",").map((name) => name.trim().toLowerCase());
-  const allowed = ["Authorization, Content-Type", ...EXECUTE_EXTENSIONS.filter((name) => asked.includes(name.toLowerCase()))];
-  const reply = preflight("POST, OPTIONS", allowed.join(", "));
-  reply.headers.vary = "Access-Control-Request-Headers";
-  return reply;
 }

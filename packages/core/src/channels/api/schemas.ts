@@ -33,8 +33,8 @@ export const executeRequestSchema = z.object({
 
 /** The history route's query string. */
 export const historyQuerySchema = z.object({
-  limit: integerParam("limit", 1, 200, 50),
-  token_budget: integerParam("token_budget", 0, Number.MAX_SAFE_INTEGER, 0),
+  limit: integerParam("limit", 1, 200, 50, "The most recent messages to return, 1 to 200."),
+  token_budget: integerParam("token_budget", 0, Number.MAX_SAFE_INTEGER, 0, "Keeps the most recent messages whose summed `token_count` fits; 0 for no budget."),
 });
 
 /** Outcome of a run, as the contract names it. */

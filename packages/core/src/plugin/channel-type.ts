@@ -1,0 +1,28 @@
+import type { z } from "zod";
+
+/**
+ * A type of channel a plugin brings (`telegram`, `slack`, `mcp`, ...): channels of this type
+ * are created, listed, updated and archived like the built-in ones (`service.admin`, the admin
+ * routes, the CLI), and hold the plugin's own settings. Settings named in `secrets` are sealed
+ * at rest with the service's master key (AES-256-GCM), never returned by a read, and replaced
+ * by writing them again (a rotation).
+ */
+export interface ChannelTypeDefinition<Settings extends z.ZodObject = z.ZodObject> {
+  /** The `type` of its channels: lower case letters, digits, `_` and `-`; not `api` or `webhook`. */
+  name: string;
+  /** What the type is for, shown in the OpenAPI document and the CLI. */
+  description?: string;
+  /**
+   * The channel's settings. Validated on create and update (a failure is 422
+   * `validation_error` naming the field, e.g. `settings.bot_token`); an update merges the
+   * fields it sends into the stored ones, and is validated whole.
+   */
+  settings: Settings;
+  /** The settings that are credentials (a bot token, a signing secret): sealed at rest, never returned. */
+  secrets?: readonly (keyof z.infer<Settings> & string)[];
+}
+
+/** Declares a channel type with its settings' types kept. */
+export function defineChannelType<Settings extends z.ZodObject>(definition: ChannelTypeDefinition<Settings>): ChannelTypeDefinition<Settings> {
+  return definition;
+}
