@@ -7,6 +7,7 @@ import type { RateLimiter } from "./ratelimit/limiter.js";
 import type { OpenStreams } from "./ratelimit/open-streams.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { RunStreams } from "./streams/run-streams.js";
+import type { StartedRun, StartRunInput } from "./runs/start.js";
 import type { Storage } from "./storage/types.js";
 import type { PluginRegistry } from "./plugin/registry.js";
 
@@ -21,10 +22,58 @@ export interface RegisteredFlow extends FlowIdentity {
   flow: Flow;
 }
 
-/** What every handler receives: the service's dependencies and settings. */
+/** Keeps `service.close()` waiting until released: work of a route that must finish before the storage closes. */
+export type ReleaseHold = () => void;
+
+/** Running flows: the one way every channel, built-in or a plugin's, runs one. */
+export interface Runs {
+  /**
+   * Starts a run of a channel's flow: creates the conversation when it is new and takes the
+   * run's ticket in it, then hands back the steps that wait for the turn, run the flow and
+   * store the outcome, with the turns, run time limits, live chat and hooks of every channel.
+   * Rejects before anything runs: `conversation_not_found` when `conversation` is not one of
+   * the channel's, or when the storage fails. Answer it with `runToEnd` + `runDocument`
+   * (JSON), `uiMessageStream` (the AI SDK stream), or `ctx.streams.record` on a channel with
+   * resumable streams.
+   */
+  start(input: StartRunInput): Promise<StartedRun>;
+  /** Keeps `service.close()` waiting until the returned function is called. */
+  hold(): ReleaseHold;
+  /** Whether `service.close()` began: a run started now is aborted as it begins. */
+  readonly closed: boolean;
+  /** How long a run holds its conversation's turn without renewing it, in ms (`turnLeaseMs`). */
+  readonly leaseMs: number;
+}
+
+/** Counting requests against the rate limits (docs/security.md): a route counts a request once it knows who sends it. */
+export type RateLimits = Pick<
+  RateLimiter,
+  "addressOf" | "forKey" | "forWebhook" | "forTenant" | "forRefusedAdmin" | "failedAuthentication" | "afterRefusal"
+>;
+
+/** The caps on streams open at once: a route answering a stream that stays open opens it through them. */
+export type OpenStreamCaps = Pick<OpenStreams, "forKey" | "forAgent">;
+
+/** Resumable streams: recorded runs, their followers and cancels, across instances. */
+export type ResumableStreams = Pick<RunStreams, "records" | "record" | "recordToEnd" | "resume" | "cancel">;
+
+/** Live chat: a conversation's mode and the human side's actions, across instances. */
+export type LiveChatService = Pick<
+  LiveChat,
+  "provider" | "state" | "waitTimeoutMs" | "cancel" | "accept" | "close" | "unavailable" | "send" | "subscribe" | "subscribeTenant" | "openStream"
+>;
+
+/** What a plugin hears and registers: the channel types of the service's plugins. */
+export type PluginServices = Pick<PluginRegistry, "channelTypes">;
+
+/**
+ * What every route receives: the service's dependencies and settings, as interfaces of what a
+ * plugin may call. The service's own machinery (the run lifecycle, the limiter's bookkeeping)
+ * is not part of it.
+ */
 export interface ServiceContext {
-  /** What the service's plugins registered: their channel types, and the hooks that hear of runs. */
-  plugins: PluginRegistry;
+  /** What the service's plugins registered: their channel types. */
+  plugins: PluginServices;
   storage: Storage;
   flows: ReadonlyMap<string, RegisteredFlow>;
   secrets: SecretBox;
@@ -34,14 +83,27 @@ export interface ServiceContext {
   estimateTokens: TokenEstimator;
   /** Whether the service runs in production (the `production` option, else `NODE_ENV`): development conveniences are refused. */
   production: boolean;
-  /** The runs in flight: start one with `startRun`, never track one by hand. */
-  runs: RunLifecycle;
+  /** Running flows. */
+  runs: Runs;
   /** Live chat: its mode machine, its provider and its feed between instances. */
+  livechat: LiveChatService;
+  /** The rate limits. */
+  limits: RateLimits;
+  /** The caps on streams open at once. */
+  openStreams: OpenStreamCaps;
+  /** Resumable streams. */
+  streams: ResumableStreams;
+}
+
+/**
+ * The service as its own modules see it: the context, and the machinery behind it. Never
+ * handed to a plugin.
+ */
+export interface ServiceInternals extends Omit<ServiceContext, "plugins" | "livechat" | "limits" | "streams" | "openStreams"> {
+  plugins: PluginRegistry;
+  lifecycle: RunLifecycle;
   livechat: LiveChat;
-  /** The rate limits: a route counts a request once it knows who sends it. */
   limits: RateLimiter;
-  /** The caps on streams open at once: a route answering a stream opens it through them. */
   openStreams: OpenStreams;
-  /** Resumable streams: recorded runs, their followers and cancels, across instances. */
   streams: RunStreams;
 }

@@ -114,7 +114,7 @@ export type { SecretBox } from "./auth/secret-box.js";
 // Authenticating a request by its channel key, and running a flow from a route: the one
 // way every channel runs one.
 export { authenticateApiKey, authenticateRequest } from "./auth/authenticate.js";
-export { startRun, type StartRunInput, type StartedRun } from "./runs/start.js";
+export { runToEnd, type StartRunInput, type StartedRun } from "./runs/start.js";
 export type { RunSteps, TextPart } from "./runs/driver.js";
 export type { RunOutcome } from "./runs/outcome.js";
 export type { RunLifecycle } from "./runs/lifecycle.js";

@@ -3,7 +3,7 @@ import { createSecretBox, DEVELOPMENT_MASTER_KEY } from "./auth/secret-box.js";
 import { apiChannel } from "./channels/api/plugin.js";
 import { webhookChannel } from "./channels/webhook/plugin.js";
 import { widgetChannel } from "./channels/widget/plugin.js";
-import type { Logger, RegisteredFlow, ServiceContext } from "./context.js";
+import type { Logger, RegisteredFlow, ServiceContext, ServiceInternals } from "./context.js";
 import { estimateTokens as defaultEstimate, type TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
 import { uuidV5 } from "./flows/identity.js";
@@ -26,6 +26,7 @@ import { openApiPlugin } from "./openapi/route.js";
 import { routerEntries } from "./plugin/mount.js";
 import { mountPlugins, PluginRegistry } from "./plugin/registry.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
+import { runsOf } from "./runs/runs.js";
 import { RunStreams } from "./streams/run-streams.js";
 import { checkOptionNames } from "./service-options.js";
 import type { ChannelPlugin } from "./plugin/plugin.js";
@@ -236,7 +237,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const feed = options.storage.feed ?? inProcessFeed();
   const leaseMs = options.turnLeaseMs ?? 30_000;
   const pluginRegistry = new PluginRegistry(logger);
-  const ctx: ServiceContext = {
+  const internals: ServiceInternals = {
     plugins: pluginRegistry,
     storage: options.storage,
     flows,
@@ -245,13 +246,15 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     historyLimit: options.historyLimit ?? 50,
     estimateTokens: options.estimateTokens ?? defaultEstimate,
-    runs: new RunLifecycle({
+    lifecycle: new RunLifecycle({
       logger,
       leaseMs,
       feed: options.storage.announcesTurns ? options.storage.feed : undefined,
       turnPollMaxMs: options.turnPollMaxMs,
       turnWaitTimeoutMs,
     }),
+    // Set below: the runs are started through the context they are part of.
+    runs: undefined as never,
     livechat: new LiveChat({
       storage: options.storage,
       feed,
@@ -264,6 +267,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     openStreams,
     streams: new RunStreams({ store: options.storage.runStreams, feed, logger, leaseMs }),
   };
+  internals.runs = runsOf(internals);
+  // What every route and plugin gets: the same service, seen through its public interfaces.
+  const ctx: ServiceContext = internals;
 
   await checkChannels(ctx);
 
@@ -279,7 +285,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   }
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
-    if (connection?.clientAddress) ctx.limits.remember(request, connection.clientAddress);
+    if (connection?.clientAddress) internals.limits.remember(request, connection.clientAddress);
     let reply: Reply;
     try {
       const pathname = pathWithin(pathnameOf(request.url), basePath);
@@ -293,7 +299,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
         isServiceError(error) ? await ctx.limits.afterRefusal(request, error) : new ServiceError("runtime_error", undefined, { cause: error }),
       );
     }
-    const limited = ctx.limits.headersOf(request);
+    const limited = internals.limits.headersOf(request);
     if (limited !== undefined) Object.assign(reply.headers, limited);
     return withCors(request, reply);
   }
@@ -305,12 +311,12 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     admin: createChannelAdmin(ctx),
     async close(closeOptions = {}) {
       // Subscriptions never end by themselves: a server waiting for its connections would wait forever.
-      ctx.livechat.endStreams();
-      ctx.streams.close();
-      await ctx.runs.drain(closeOptions.drainMs ?? 0);
-      await ctx.runs.close();
-      await ctx.streams.settled();
-      await ctx.livechat.drain();
+      internals.livechat.endStreams();
+      internals.streams.close();
+      await internals.lifecycle.drain(closeOptions.drainMs ?? 0);
+      await internals.lifecycle.close();
+      await internals.streams.settled();
+      await internals.livechat.drain();
       for (const plugin of mounted) {
         try {
           await plugin.close?.();
@@ -322,11 +328,11 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
         await Promise.resolve(closeOptions.requestsDone).catch(() => undefined);
         // A request in flight as closing began may have started a run since: aborted as it
         // began (the service is closed), it is stored before the storage closes.
-        await ctx.runs.close();
-        await ctx.livechat.drain();
+        await internals.lifecycle.close();
+        await internals.livechat.drain();
       }
       // The storage closes its own feed; the in-process one holds only listeners.
-      if (!options.storage.feed) await ctx.livechat.feed.close();
+      if (!options.storage.feed) await internals.livechat.feed.close();
       await options.storage.close();
     },
   };

@@ -1,8 +1,7 @@
 import { sha256Hex } from "../auth/encoding.js";
-import type { Logger, ServiceContext } from "../context.js";
+import type { Logger, ReleaseHold, ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import type { IncomingRequest, Reply, ReplyStream } from "../http/reply.js";
-import type { RunAbort } from "../runs/abort.js";
 import type { TextPart } from "../runs/driver.js";
 import type { RunOutcome } from "../runs/outcome.js";
 import type { StartedRun } from "../runs/start.js";
@@ -141,7 +140,7 @@ class Claim implements KeptAnswer {
    * The claim counts as a run of the service until its answer is stored: `close()` waits for
    * it as it does for a run, so the storage is not closed under the write that keeps it.
    */
-  readonly #hold: RunAbort;
+  readonly #release: ReleaseHold;
   #settled = false;
   #clientGone = false;
   /** Whether a run's answer was given to the claim. */
@@ -155,7 +154,7 @@ class Claim implements KeptAnswer {
     this.key = key;
     this.token = token;
     this.sinceMs = sinceMs;
-    this.#hold = ctx.runs.admit();
+    this.#release = ctx.runs.hold();
     keys.hold(this);
   }
 
@@ -243,7 +242,7 @@ class Claim implements KeptAnswer {
 
   #end(): void {
     this.#keys.drop(this);
-    this.#ctx.runs.release(this.#hold);
+    this.#release();
   }
 }
 

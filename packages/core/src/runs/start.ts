@@ -1,4 +1,4 @@
-import type { ServiceContext } from "../context.js";
+import type { ServiceInternals } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import type { IncomingRequest } from "../http/reply.js";
 import { newConversationRecord, storedMessage } from "../storage/records.js";
@@ -63,20 +63,20 @@ export interface StartedRun {
 }
 
 /**
- * Starts a run of a channel's flow: the one way every channel runs a flow. Creates the
+ * Starts a run of a channel's flow (`ctx.runs.start`): the one way every channel runs a flow. Creates the
  * conversation when it is new and takes the run's ticket in it (the run's turn when no
  * other run of the conversation is queued or in flight), then hands back the steps that
  * wait for the turn, run the flow and store the outcome. Rejects before anything is sent:
  * with `conversation_not_found` when `conversation` is not one of the channel's (an unknown
  * id, another channel's or tenant's), or when the storage fails.
  */
-export async function startRun(ctx: ServiceContext, input: StartRunInput): Promise<StartedRun> {
-  const channel = ctx.runs.channels.share(input.channel);
+export async function startRun(ctx: ServiceInternals, input: StartRunInput): Promise<StartedRun> {
+  const channel = ctx.lifecycle.channels.share(input.channel);
   const trigger = input.trigger ?? "message";
   if (trigger === "start" && (input.conversation !== null || input.live)) {
     throw new Error("channelkit: a start run opens a new conversation and is answered whole (conversation null, live false)");
   }
-  const runs = ctx.runs;
+  const runs = ctx.lifecycle;
   const abort = runs.admit();
   const runId = newRecordId();
   const conversation: RunConversation = {

@@ -10,7 +10,7 @@ import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
 import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
 import { runDocument } from "../../runs/json.js";
-import { runToEnd, startRun } from "../../runs/start.js";
+import { runToEnd } from "../../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { channelFlow, channelFlowAfter } from "../flow.js";
@@ -66,7 +66,7 @@ async function runOnce(
 
 /**
  * {@link run} on the conversation the request names, not read before: the run takes its
- * ticket only on one of the channel's conversations (`startRun`'s 404), and only then is the
+ * ticket only on one of the channel's conversations (`ctx.runs.start`'s 404), and only then is the
  * conversation read, to tell another channel's (403 `conversation_forbidden`) from an
  * unknown one (docs/benchmarks.md, "The conversation checked by the run's ticket").
  */
@@ -96,7 +96,7 @@ async function run(
   // On a channel with resumable streams, a run goes on when its client leaves, and its
   // stream is recorded even when it is answered as JSON: any run can be followed and cancelled.
   const recorded = ctx.streams.records(channel);
-  let started = await startRun(ctx, {
+  let started = await ctx.runs.start({
     channel,
     flow: registered,
     conversation: existing,

@@ -4,7 +4,7 @@ import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
 import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
-import { runToEnd, startRun } from "../../runs/start.js";
+import { runToEnd } from "../../runs/start.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { canonicalId } from "../../storage/records.js";
 import { channelFlow, channelFlowAfter } from "../flow.js";
@@ -25,7 +25,7 @@ export async function newMessage(request: IncomingRequest, clientId: string, ctx
   const conversationId = canonicalId(input.conversationId);
   // Another channel's conversation is as unknown as one that does not exist: a client id
   // opens its own conversations only. The run takes its ticket only on one of them
-  // (`startRun`'s 404); a request with a key is checked first, before its key is kept.
+  // (`ctx.runs.start`'s 404); a request with a key is checked first, before its key is kept.
   if (key === null) {
     const flow = await channelFlowAfter(ctx, channel, () => ownConversation(ctx, channel, conversationId));
     return answer(request, ctx, channel, flow, { id: conversationId }, input.userInput, null);
@@ -56,7 +56,7 @@ async function answer(
   userInput: string,
   kept: KeptAnswer | null,
 ): Promise<Reply> {
-  const run = await startRun(ctx, {
+  const run = await ctx.runs.start({
     channel,
     flow,
     conversation,

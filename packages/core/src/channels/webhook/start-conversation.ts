@@ -3,7 +3,7 @@ import { ServiceError } from "../../http/errors.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
 import { json } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
-import { runToEnd, startRun } from "../../runs/start.js";
+import { runToEnd } from "../../runs/start.js";
 import { channelFlow } from "../flow.js";
 import { webhookRequest } from "./channel.js";
 import { botMessages, conversationRecord } from "./events.js";
@@ -23,7 +23,7 @@ export async function startConversation(request: IncomingRequest, clientId: stri
     });
   }
   const flow = channelFlow(ctx, channel);
-  const run = await startRun(ctx, {
+  const run = await ctx.runs.start({
     channel,
     flow,
     conversation: null,

@@ -3,7 +3,7 @@ import { checkChannelSignature } from "../../auth/channel-signature.js";
 import type { ServiceContext } from "../../context.js";
 import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
 import type { IncomingRequest, Reply } from "../../http/reply.js";
-import { type StartedRun, startRun } from "../../runs/start.js";
+import type { StartedRun } from "../../runs/start.js";
 import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
 import type { ChannelRecord } from "../../storage/types.js";
 import { channelFlow } from "../flow.js";
@@ -36,13 +36,13 @@ async function start(request: IncomingRequest, channel: ChannelRecord, turn: Cha
   const recorded = ctx.streams.records(channel);
   const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request: channel.resumableStreams ? null : request, live: true, recorded };
   try {
-    return await startRun(ctx, { ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
+    return await ctx.runs.start({ ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
   } catch (error) {
     // Two first requests of one chat id race to create its conversation: the one that lost
     // resumes the conversation the other created.
     if (turn.newConversationId === undefined) throw error;
     const created = await ctx.storage.findConversation(turn.newConversationId);
     if (!created || created.channelId !== channel.id) throw error;
-    return startRun(ctx, { ...input, conversation: created });
+    return ctx.runs.start({ ...input, conversation: created });
   }
 }

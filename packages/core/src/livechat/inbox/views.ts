@@ -1,9 +1,9 @@
-import type { LiveChat } from "../live-chat.js";
+import type { LiveChatService } from "../../context.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { liveChatView } from "../view.js";
 
 /** A conversation as the inbox's agents see it: its live chat now, and since when. */
-export function inboxConversationView(livechat: LiveChat, channel: ChannelRecord | null, conversation: ConversationRecord) {
+export function inboxConversationView(livechat: LiveChatService, channel: ChannelRecord | null, conversation: ConversationRecord) {
   const state = livechat.state(channel, conversation);
   const waiting = state.mode === "livechat_waiting";
   return {

@@ -1,0 +1,18 @@
+import type { Runs, ServiceInternals } from "../context.js";
+import { startRun } from "./start.js";
+
+/** The runs as a route sees them (`ctx.runs`): starting one, and holding the service open; the lifecycle stays the service's. */
+export function runsOf(ctx: ServiceInternals): Runs {
+  const lifecycle = ctx.lifecycle;
+  return {
+    start: (input) => startRun(ctx, input),
+    hold() {
+      const abort = lifecycle.admit();
+      return () => lifecycle.release(abort);
+    },
+    get closed() {
+      return lifecycle.closed;
+    },
+    leaseMs: lifecycle.leaseMs,
+  };
+}
