@@ -261,6 +261,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       provider: options.livechat ?? null,
       logger,
       estimateTokens: options.estimateTokens ?? defaultEstimate,
+      hooks: pluginRegistry,
     }),
     production,
     limits,

@@ -1,4 +1,5 @@
 import type { Logger } from "../context.js";
+import type { PluginRegistry } from "../plugin/registry.js";
 import type { TokenEstimator } from "../conversations/tokens.js";
 import { type MessageView, messageView } from "../conversations/message-view.js";
 import { canonicalId } from "../storage/records.js";
@@ -59,7 +60,18 @@ export class LiveChat {
   /** Event streams open (subscriptions, the agents' feeds): `drain()` ends them. */
   readonly #streams = new Set<PushStream>();
 
-  constructor(options: { storage: Storage; feed: LiveFeed; provider: LiveChatProvider | null; logger: Logger; estimateTokens: TokenEstimator }) {
+  readonly #hooks: PluginRegistry | null;
+
+  constructor(options: {
+    storage: Storage;
+    feed: LiveFeed;
+    provider: LiveChatProvider | null;
+    logger: Logger;
+    estimateTokens: TokenEstimator;
+    /** The plugins that hear of handovers, mode changes and the human side's messages. */
+    hooks?: PluginRegistry;
+  }) {
+    this.#hooks = options.hooks ?? null;
     this.provider = options.provider;
     this.feed = options.feed;
     this.#storage = options.storage;
@@ -114,6 +126,8 @@ export class LiveChat {
     }
     if (!change) return;
     this.#ring(about.tenantId, { type: change.to === "livechat_waiting" ? "handover" : "mode", conversation_id: conversationId });
+    this.#hooks?.notify("modeChanged", { conversationId, channel, from: change.from, to: change.to });
+    if (change.to === "livechat_waiting") this.#hooks?.notify("handover", { conversationId, channel });
     const provider = this.provider;
     if (change.to === "livechat_waiting" && provider?.handover) {
       this.#call("handover", async () => {
@@ -196,7 +210,9 @@ export class LiveChat {
     );
     const stored = moved.messages[0] as MessageRecord;
     this.#ring(moved.conversation.tenantId, { type: "message", conversation_id: conversationId, turn_index: stored.turnIndex });
-    return messageView(stored);
+    const view = messageView(stored);
+    if (moved.channel) this.#hooks?.notify("agentMessage", { conversationId: moved.conversation.id, channel: moved.channel, message: view });
+    return view;
   }
 
   /** Subscribes to a conversation's changes (a doorbell: read the store on each call). */
@@ -252,7 +268,7 @@ export class LiveChat {
     decide: (mode: ConversationMode) => ModeTransition,
     livechatConversationId?: string,
     messages: NewMessage[] = [],
-  ): Promise<{ conversation: ConversationRecord; messages: MessageRecord[]; state: LiveChatState }> {
+  ): Promise<{ conversation: ConversationRecord; channel: ChannelRecord | null; messages: MessageRecord[]; state: LiveChatState }> {
     for (let attempt = 0; attempt < MOVE_ATTEMPTS; attempt++) {
       const conversation = await this.#storage.findConversation(canonicalId(conversationId));
       if (!conversation || (tenantId !== undefined && conversation.tenantId !== tenantId)) throw new ServiceError("conversation_not_found");
@@ -265,8 +281,11 @@ export class LiveChat {
       if (livechatConversationId !== undefined) change.livechatConversationId = livechatConversationId;
       const updated = await this.#storage.updateLiveChat({ conversationId: conversation.id, change, messages });
       if (!updated) continue;
-      if (transition.to !== conversation.mode) this.#ring(conversation.tenantId, { type: "mode", conversation_id: conversationId });
-      return { ...updated, state: this.state(channel, updated.conversation, nowMs) };
+      if (transition.to !== conversation.mode) {
+        this.#ring(conversation.tenantId, { type: "mode", conversation_id: conversationId });
+        if (channel) this.#hooks?.notify("modeChanged", { conversationId: conversation.id, channel, from: conversation.mode, to: transition.to });
+      }
+      return { ...updated, channel, state: this.state(channel, updated.conversation, nowMs) };
     }
     throw new ServiceError("livechat_conflict", "The conversation kept changing under this request; try again.");
   }

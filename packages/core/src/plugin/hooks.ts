@@ -1,4 +1,5 @@
-import type { ChannelRecord, ConversationMode, MessageRole, RunStatus } from "../storage/types.js";
+import type { MessageView } from "../conversations/message-view.js";
+import type { ChannelRecord, ConversationMode, RunStatus } from "../storage/types.js";
 
 /** What every run hook is told: the run, its conversation and its channel. */
 export interface RunHookEvent {
@@ -23,28 +24,24 @@ export interface RunEndedEvent extends RunHookEvent {
   error: string | null;
 }
 
-/** A conversation's live-chat mode that changed (a handover, an agent accepting, a close...). */
-export interface ModeChangedEvent {
+/** What every live-chat hook is told: the conversation and its channel. */
+export interface LiveChatHookEvent {
   conversationId: string;
   channel: ChannelRecord;
+}
+
+/** A conversation's live-chat mode that changed (a handover, an agent accepting, a close...). */
+export interface ModeChangedEvent extends LiveChatHookEvent {
   from: ConversationMode;
   to: ConversationMode;
 }
 
-/** A flow handing its conversation over to a human. */
-export interface HandoverEvent extends RunHookEvent {
-  /** The flow's reason, when it gave one. */
-  reason: string | null;
-}
+/** A flow that handed its conversation over to a human: it waits for an agent. */
+export type HandoverEvent = LiveChatHookEvent;
 
-/** A message of the live chat: a human agent's, or the user's while a human answers. */
-export interface LiveChatMessageEvent {
-  conversationId: string;
-  channel: ChannelRecord;
-  role: MessageRole;
-  content: string;
-  /** The agent's display name, for an agent's message. */
-  agentName: string | null;
+/** A message from the human side of a live chat (an agent's, or a system message of the desk), as stored. */
+export interface LiveChatMessageEvent extends LiveChatHookEvent {
+  message: MessageView;
 }
 
 /**
