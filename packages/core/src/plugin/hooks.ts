@@ -1,5 +1,6 @@
 import type { MessageView } from "../conversations/message-view.js";
-import type { ChannelRecord, ConversationMode, RunStatus } from "../storage/types.js";
+import type { RunOutcome } from "../runs/outcome.js";
+import type { ChannelRecord, ConversationMode } from "../storage/types.js";
 
 /** What every run hook is told: the run, its conversation and its channel. */
 export interface RunHookEvent {
@@ -15,13 +16,10 @@ export interface RunStartedEvent extends RunHookEvent {
   payload: string;
 }
 
-/** A run that is stored with its outcome. */
+/** A run whose flow ran, stored with its outcome. */
 export interface RunEndedEvent extends RunHookEvent {
-  status: RunStatus;
-  /** The bot's text of the run, whole. */
-  text: string;
-  /** The error's message of a run stored `error`. */
-  error: string | null;
+  /** Its status (`success`, `error`, `cancelled`), the messages it produced, its times. */
+  outcome: RunOutcome;
 }
 
 /** What every live-chat hook is told: the conversation and its channel. */
@@ -51,9 +49,9 @@ export interface LiveChatMessageEvent extends LiveChatHookEvent {
  * hook to settle before the run goes on.
  */
 export interface RunHooks {
-  /** A run took its turn and starts its flow. */
+  /** A run took its turn and starts its flow (a run whose flow does not run, its message going to a human, is not told). */
   runStarted?(event: RunStartedEvent): void | Promise<void>;
-  /** A run is stored with its outcome (`success`, `error`, `cancelled`). */
+  /** A run whose flow ran is stored with its outcome (`success`, `error`, `cancelled`). */
   runEnded?(event: RunEndedEvent): void | Promise<void>;
   /** A flow handed its conversation over (to the inbox or the configured provider). */
   handover?(event: HandoverEvent): void | Promise<void>;

@@ -25,9 +25,12 @@ export class PluginRegistry {
     return this.#types;
   }
 
-  /** Whether any plugin hears of `name`: the run's path skips building an event nobody reads. */
+  /** The hooks plugins declared, by name: a run's path builds no event nobody hears. */
+  readonly #heard = new Set<keyof RunHooks>();
+
+  /** Whether any plugin hears of `name`. */
   hears(name: keyof RunHooks): boolean {
-    return this.#hooks.some((hooks) => hooks[name] !== undefined);
+    return this.#heard.has(name);
   }
 
   /**
@@ -59,7 +62,10 @@ export class PluginRegistry {
       if (unknown.length > 0) throw new TypeError(`channelkit: the channel type "${type.name}" names secrets that are not settings: ${unknown.join(", ")}`);
       this.#types.set(type.name, type);
     }
-    if (plugin.hooks) this.#hooks.push(plugin.hooks);
+    if (plugin.hooks) {
+      this.#hooks.push(plugin.hooks);
+      for (const name of Object.keys(plugin.hooks) as (keyof RunHooks)[]) if (plugin.hooks[name]) this.#heard.add(name);
+    }
   }
 
   #failed(name: string, error: unknown): void {

@@ -24,6 +24,8 @@ import { RunTimedOut } from "./deadlines.js";
 import { settleFailedRun } from "./settle.js";
 import { isServiceError, ServiceError } from "../http/errors.js";
 import { TurnPassedOver } from "../storage/turn-passed-over.js";
+import type { RunHookEvent } from "../plugin/hooks.js";
+import type { PluginRegistry } from "../plugin/registry.js";
 import { type HeldTurn, type RunLifecycle, TURN_CLAIM_MS } from "./lifecycle.js";
 import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
@@ -74,6 +76,8 @@ interface RunInput {
   live: boolean;
   /** A recorded stream's end (resumable channels), set by its recorder: written with the run's outcome. */
   streamEnding: { current: StreamEnding | null };
+  /** The plugins that hear of runs starting and ending. */
+  hooks: PluginRegistry;
 }
 
 /**
@@ -341,6 +345,7 @@ class RunDriver implements RunSteps {
     lifecycle.deadlines.start(abort, this.#limitSeconds);
     // An aborted run is stored `cancelled` by the first step: its flow is not even called.
     this.#events = abort.aborted ? NO_EVENTS : flowIterator(input.flow, new RunFlowContext(input, turn));
+    if (input.hooks.hears("runStarted")) input.hooks.notify("runStarted", { ...hookEvent(input), payload: input.payload });
     // The turn's records are let go for as long as the flow runs: a stream may stay open for
     // minutes, and they are a few hundred bytes (docs/benchmarks.md, "Memory per open stream").
     this.#mode = turn.conversation.mode;
@@ -455,6 +460,7 @@ class RunDriver implements RunSteps {
       if (change) whole.mode = change.to;
       await storage.storeRun(whole);
       if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
+      if (input.hooks.hears("runEnded")) input.hooks.notify("runEnded", { ...hookEvent(input), outcome });
       return outcome;
     }
     const completion: CompleteRunInput = {
@@ -471,8 +477,14 @@ class RunDriver implements RunSteps {
     await complete(input, completion, outcome);
     lifecycle.turnPassed(input.conversation.id);
     if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
+    if (input.hooks.hears("runEnded")) input.hooks.notify("runEnded", { ...hookEvent(input), outcome });
     return outcome;
   }
+}
+
+/** What every run hook is told of the run. */
+function hookEvent(input: RunInput): RunHookEvent {
+  return { runId: input.runId, conversationId: input.conversation.id, channel: input.channel, flowName: input.flow.name };
 }
 
 const NO_PARTS: readonly TextPart[] = Object.freeze([]);

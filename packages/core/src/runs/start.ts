@@ -129,6 +129,7 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput): Pro
       historyLimit: ctx.historyLimit,
       live: input.live,
       streamEnding,
+      hooks: ctx.plugins,
     },
     input.request,
   );
