@@ -25,6 +25,16 @@ export interface RegisteredFlow extends FlowIdentity {
 /** Keeps `service.close()` waiting until released: work of a route that must finish before the storage closes. */
 export type ReleaseHold = () => void;
 
+/**
+ * What a route asks of {@link Runs.start}: a run on a channel and a conversation, named by its
+ * id, by an external key that maps to one (a chat platform's thread id: the same key is
+ * always the same conversation of the channel, created by its first message), or null for a
+ * new one.
+ */
+export type RunFlowInput = Omit<StartRunInput, "conversation"> & {
+  conversation: StartRunInput["conversation"] | { externalKey: string };
+};
+
 /** Running flows: the one way every channel, built-in or a plugin's, runs one. */
 export interface Runs {
   /**
@@ -36,7 +46,7 @@ export interface Runs {
    * (JSON), `uiMessageStream` (the AI SDK stream), or `ctx.streams.record` on a channel with
    * resumable streams.
    */
-  start(input: StartRunInput): Promise<StartedRun>;
+  start(input: RunFlowInput): Promise<StartedRun>;
   /** Keeps `service.close()` waiting until the returned function is called. */
   hold(): ReleaseHold;
   /** Whether `service.close()` began: a run started now is aborted as it begins. */

@@ -1,11 +1,16 @@
 import type { Runs, ServiceInternals } from "../context.js";
-import { startRun } from "./start.js";
+import { startOnExternalKey } from "./external-key.js";
+import { type StartRunInput, startRun } from "./start.js";
 
 /** The runs as a route sees them (`ctx.runs`): starting one, and holding the service open; the lifecycle stays the service's. */
 export function runsOf(ctx: ServiceInternals): Runs {
   const lifecycle = ctx.lifecycle;
   return {
-    start: (input) => startRun(ctx, input),
+    start: (input) => {
+      const { conversation } = input;
+      if (conversation !== null && "externalKey" in conversation) return startOnExternalKey(ctx, { ...input, conversation: null }, conversation.externalKey);
+      return startRun(ctx, input as StartRunInput);
+    },
     hold() {
       const abort = lifecycle.admit();
       return () => lifecycle.release(abort);

@@ -3,7 +3,7 @@ import { checkSignedRequest } from "../auth/channel-signature.js";
 import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
 import { canonicalId } from "../storage/records.js";
 import type { ServiceContext } from "../context.js";
-import { uuidV5 } from "../flows/identity.js";
+import { externalConversationId } from "../runs/external-key.js";
 import type { IncomingRequest, Reply } from "../http/reply.js";
 import { json } from "../http/respond.js";
 import type { ChannelRecord, ConversationRecord } from "../storage/types.js";
@@ -82,7 +82,7 @@ async function chatConversation(chatId: string, channel: ChannelRecord, ctx: Ser
     const named = await ctx.storage.findConversation(canonicalId(chatId));
     if (named) return conversationOrDetail(ctx.storage, channel, named.id);
   }
-  const derived = await ctx.storage.findConversation(await uuidV5(chatId, channel.id));
+  const derived = await ctx.storage.findConversation(await externalConversationId(channel, chatId));
   if (!derived) return null;
   return conversationOrDetail(ctx.storage, channel, derived.id);
 }

@@ -1,6 +1,4 @@
 import type { ServiceContext } from "../../context.js";
-import { uuidV5 } from "../../flows/identity.js";
-import { ServiceError } from "../../http/errors.js";
 import { validate } from "../../http/validate.js";
 import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
 import { findOwnConversation } from "../api/conversation.js";
@@ -10,10 +8,8 @@ import { aiChatPayloadSchema, aiChatRequestSchema, widgetChatRequestSchema } fro
 export interface ChatTurn {
   payload: string;
   metadata: Record<string, unknown>;
-  /** The conversation to resume, or null to start one. */
-  conversation: ConversationRecord | null;
-  /** The id a new conversation takes: derived from an AI SDK chat id, so that the next request finds it. */
-  newConversationId?: string;
+  /** The conversation to resume, null to start one, or the AI SDK chat id whose conversation it is (created by its first message). */
+  conversation: ConversationRecord | null | { externalKey: string };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -45,24 +41,14 @@ function isAiChatRequest(body: unknown): body is Record<string, unknown> {
 
 /**
  * The conversation of an AI SDK chat id: the conversation of this channel with that id when
- * the id is one (a client resuming a conversation it got from `data-run`), else the one
- * derived from the chat id (a UUIDv5 in the channel's namespace), new the first time. Ids of
- * other channels' conversations are never resumed: they derive a conversation of this one.
+ * the id is one (a client resuming a conversation it got from `data-run`), else the chat id
+ * as an external key (its conversation derived in the channel's namespace, new the first
+ * time). Ids of other channels' conversations are never resumed: they name a conversation of this one.
  */
-export async function chatConversation(
-  chatId: string,
-  channel: ChannelRecord,
-  ctx: ServiceContext,
-): Promise<Pick<ChatTurn, "conversation" | "newConversationId">> {
+async function chatConversation(chatId: string, channel: ChannelRecord, ctx: ServiceContext): Promise<Pick<ChatTurn, "conversation">> {
   if (UUID.test(chatId)) {
     const own = await ctx.storage.findConversation(chatId.toLowerCase());
     if (own && own.channelId === channel.id && own.tenantId === channel.tenantId) return { conversation: own };
   }
-  const derived = await uuidV5(chatId, channel.id);
-  const existing = await ctx.storage.findConversation(derived);
-  if (existing) {
-    if (existing.channelId !== channel.id) throw new ServiceError("conversation_not_found");
-    return { conversation: existing };
-  }
-  return { conversation: null, newConversationId: derived };
+  return { conversation: { externalKey: chatId } };
 }

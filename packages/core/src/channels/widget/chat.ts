@@ -34,15 +34,14 @@ async function start(request: IncomingRequest, channel: ChannelRecord, turn: Cha
   const flow = channelFlow(ctx, channel);
   // On a channel with resumable streams, a run goes on when its client leaves, and its stream is recorded.
   const recorded = ctx.streams.records(channel);
-  const input = { channel, flow, payload: turn.payload, metadata: turn.metadata, request: channel.resumableStreams ? null : request, live: true, recorded };
-  try {
-    return await ctx.runs.start({ ...input, conversation: turn.conversation, newConversationId: turn.newConversationId });
-  } catch (error) {
-    // Two first requests of one chat id race to create its conversation: the one that lost
-    // resumes the conversation the other created.
-    if (turn.newConversationId === undefined) throw error;
-    const created = await ctx.storage.findConversation(turn.newConversationId);
-    if (!created || created.channelId !== channel.id) throw error;
-    return ctx.runs.start({ ...input, conversation: created });
-  }
+  return ctx.runs.start({
+    channel,
+    flow,
+    conversation: turn.conversation,
+    payload: turn.payload,
+    metadata: turn.metadata,
+    request: channel.resumableStreams ? null : request,
+    live: true,
+    recorded,
+  });
 }
