@@ -23,8 +23,11 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 /** What `Retry-After` says to a request whose key is in use, in seconds. */
 const IN_USE_RETRY_AFTER = "1";
 
-/** The routes that take an `Idempotency-Key`: part of what is hashed, so a key never answers one route with another's answer. */
-export type IdempotentOperation = "execute" | "newMessage";
+/**
+ * The route that takes an `Idempotency-Key` (`execute`, `newMessage`, a plugin's own name):
+ * part of what is hashed, so a key never answers one route with another's answer.
+ */
+export type IdempotentOperation = string;
 
 /**
  * The request's `Idempotency-Key`, or null when it has none: reading a header is all a
