@@ -35,7 +35,6 @@ export {
 export type { RateLimiter } from "./ratelimit/limiter.js";
 export { DEFAULT_STREAM_LIMITS, type OpenStreams, type StreamLimits } from "./ratelimit/open-streams.js";
 export type { TrustProxy } from "./ratelimit/address.js";
-export type { Logger } from "./context.js";
 export type { ChannelAdmin, CreatedChannel, TenantView } from "./admin/operations.js";
 export type { ChannelView } from "./admin/channel-view.js";
 export type { AuditQueryInput, CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
@@ -55,7 +54,6 @@ export type { MessageView } from "./conversations/message-view.js";
 // Storage implementers: the feed of one process, and the limit every feed keeps.
 export { inProcessFeed, checkFeedMessage, MAX_FEED_MESSAGE_BYTES } from "./livechat/feed.js";
 export type { TokenEstimator } from "./conversations/tokens.js";
-export { ServiceError, isServiceError, type ErrorCode } from "./http/errors.js";
 // Clients of a channel: signing a request body, reading the SSE stream.
 export { signRequestBody } from "./auth/signature.js";
 export type { FinishMetadata, UIStreamEvent } from "./runs/ui-stream.js";
@@ -87,37 +85,12 @@ export {
   type StateEvent,
 } from "./flows/events.js";
 
-// Plugin authors: the plugin shape, its routes, channel types, hooks and storage (docs/plugins.md).
-export type { RouteParams, RouteRequest } from "./plugins.js";
-export { definePlugin, type ChannelPlugin, type ErrorCodeDefinition } from "./plugin/plugin.js";
-export {
-  defineRoute,
-  type AnyRoute,
-  type PathParams,
-  type RouteAnswer,
-  type RouteCall,
-  type RouteCors,
-  type RouteDefinition,
-  type RouteMethod,
-} from "./plugin/route.js";
-export { defineChannelType, type ChannelTypeDefinition } from "./plugin/channel-type.js";
-export type * from "./plugin/hooks.js";
-export type * from "./plugin/storage.js";
-export type { PluginRegistry } from "./plugin/registry.js";
-export type { OperationDoc, ParameterSpec, SuccessSpec, HeaderName, Security } from "./openapi/spec.js";
-export * as routeDocs from "./openapi/common.js";
+// Plugin authors: the plugin API (docs/plugins.md), and the built-in channels, to leave one
+// out or put another in its place (`createChannelService({ channels })`).
+export * from "./plugin/api.js";
 export { apiChannel } from "./channels/api/plugin.js";
 export { webhookChannel } from "./channels/webhook/plugin.js";
 export { widgetChannel } from "./channels/widget/plugin.js";
-export type { ServiceContext, RegisteredFlow } from "./context.js";
-export type { SecretBox } from "./auth/secret-box.js";
-// Authenticating a request by its channel key, and running a flow from a route: the one
-// way every channel runs one.
-export { authenticateApiKey, authenticateRequest } from "./auth/authenticate.js";
-export { runToEnd, type StartRunInput, type StartedRun } from "./runs/start.js";
-export type { RunSteps, TextPart } from "./runs/driver.js";
-export type { RunOutcome } from "./runs/outcome.js";
-export type { RunLifecycle } from "./runs/lifecycle.js";
 // Storage implementers: the feed topic on which a store announces a turn passed (`Storage.announcesTurns`).
 export { TURN_PASSED_TOPIC } from "./runs/lifecycle.js";
 
