@@ -1,3 +1,5 @@
+import type { AdminCaller, AuditTarget, ChannelAdmin } from "./admin/operations.js";
+import type { AuditOperation } from "./admin/audit.js";
 import type { SecretBox } from "./auth/secret-box.js";
 import type { TokenEstimator } from "./conversations/tokens.js";
 import type { Flow } from "./flows/define.js";
@@ -73,6 +75,14 @@ export type LiveChatService = Pick<
   "provider" | "state" | "waitTimeoutMs" | "cancel" | "accept" | "close" | "unavailable" | "send" | "subscribe" | "subscribeTenant" | "openStream"
 >;
 
+/** The admin operations a plugin may run, recorded in the audit trail under the caller it names. */
+export interface AdminAccess {
+  /** The operations of `service.admin`, acting for `caller`: confined to its tenant when it names one, recorded under its actor. */
+  as(caller: AdminCaller): ChannelAdmin;
+  /** Records in the audit trail that `caller`'s `operation` on `target` was refused with `error`. */
+  refused(caller: AdminCaller, operation: AuditOperation, target: AuditTarget, error: unknown): Promise<void>;
+}
+
 /** What a plugin hears and registers: the channel types of the service's plugins. */
 export type PluginServices = Pick<PluginRegistry, "channelTypes">;
 
@@ -103,6 +113,8 @@ export interface ServiceContext {
   openStreams: OpenStreamCaps;
   /** Resumable streams. */
   streams: ResumableStreams;
+  /** Administration of tenants, channels, keys and secrets, as a named caller. */
+  admin: AdminAccess;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createChannelAdmin, type ChannelAdmin } from "./admin/operations.js";
+import { createChannelAdmin, type ChannelAdmin, recordRefusal } from "./admin/operations.js";
 import { createSecretBox, DEVELOPMENT_MASTER_KEY } from "./auth/secret-box.js";
 import { apiChannel } from "./channels/api/plugin.js";
 import { webhookChannel } from "./channels/webhook/plugin.js";
@@ -253,8 +253,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       turnPollMaxMs: options.turnPollMaxMs,
       turnWaitTimeoutMs,
     }),
-    // Set below: the runs are started through the context they are part of.
+    // Set below: the runs and the admin act through the context they are part of.
     runs: undefined as never,
+    admin: undefined as never,
     livechat: new LiveChat({
       storage: options.storage,
       feed,
@@ -269,6 +270,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     streams: new RunStreams({ store: options.storage.runStreams, feed, logger, leaseMs }),
   };
   internals.runs = runsOf(internals);
+  internals.admin = {
+    as: (caller) => createChannelAdmin(internals, caller),
+    refused: (caller, operation, target, error) => recordRefusal(internals, caller, operation, target, error),
+  };
   // What every route and plugin gets: the same service, seen through its public interfaces.
   const ctx: ServiceContext = internals;
 

@@ -26,6 +26,7 @@ export * as routeDocs from "../openapi/common.js";
 
 // What a route receives.
 export type {
+  AdminAccess,
   LiveChatService,
   Logger,
   OpenStreamCaps,
@@ -53,6 +54,9 @@ export { authenticateApiKey, authenticateRequest, bearerToken } from "../auth/au
 export { checkChannelSignature, checkSignedRequest } from "../auth/channel-signature.js";
 export { adminAuthenticator, type AdminAuthOptions, type AdminCredentials } from "../auth/admin-token.js";
 export type { SecretBox } from "../auth/secret-box.js";
+
+export type { AdminCaller, AuditTarget, ChannelAdmin } from "../admin/operations.js";
+export type { AuditOperation } from "../admin/audit.js";
 
 // Running the channel's flow and answering its run.
 export { channelFlow, channelFlowAfter } from "../channels/flow.js";
