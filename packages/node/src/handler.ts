@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { assertChannelService, fromResponse, type IncomingRequest, type Reply } from "@channelkit/core/adapter";
+import { assertChannelService, errorEnvelope, fromResponse, type IncomingRequest, type Reply } from "@channelkit/core/adapter";
 import { ClientLink } from "./client.js";
 import { NodeIncomingRequest, toWebRequest, type WebRequestOverrides } from "./request.js";
 import { sendReply } from "./response.js";
@@ -24,7 +24,7 @@ export interface NodeHandlerOptions {
 export interface NodeRequestOptions extends NodeHandlerOptions, WebRequestOverrides {}
 
 /** The envelope of a failure of the service itself, as core answers it. */
-const RUNTIME_ERROR = JSON.stringify({ error: { code: "runtime_error", message: "An unexpected error occurred in the service." } });
+const RUNTIME_ERROR = errorEnvelope("runtime_error");
 
 /**
  * Answers one Node request with a channel service: the request translated (exact body bytes,
