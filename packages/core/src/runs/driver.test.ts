@@ -264,23 +264,25 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
   const arrivedMs = Date.now();
   const ticket = await ticketOf(storage, claimOf(base, arrivedMs, lifecycle.leaseMs));
   const abort = followSignal(options.signal);
-  const generator = driveRun({
-    ...base,
-    ticket: ticket.ticket,
-    claimed: ticket.claimed,
-    begun: true,
-    livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens }),
-    trigger: "message",
-    claimedAtMs: arrivedMs,
-    metadata: options.metadata,
-    abort,
-    storage: options.storage ?? storage,
-    lifecycle,
-    historyLimit: 50,
-    live: options.live ?? true,
-    streamEnding: { current: null },
-    stream: undefined,
-  });
+  const generator = driveRun(
+    {
+      ...base,
+      ticket: ticket.ticket,
+      begun: true,
+      livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens }),
+      trigger: "message",
+      claimedAtMs: arrivedMs,
+      metadata: options.metadata,
+      abort,
+      storage: options.storage ?? storage,
+      lifecycle,
+      historyLimit: 50,
+      live: options.live ?? true,
+      streamEnding: { current: null },
+      stream: undefined,
+    },
+    ticket.claimed,
+  );
   const finished = (async () => {
     const parts: TextPart[] = [];
     let next = await generator.next();

@@ -47,9 +47,8 @@ interface RunInput {
   channel: ChannelRecord;
   runId: string;
   conversation: RunConversation;
-  /** The run's place in its conversation's queue, and its turn when it was claimed on arrival. */
+  /** The run's place in its conversation's queue on arrival (a run passed over takes another: see the driver's). */
   ticket: number;
-  claimed: ClaimedTurn | null;
   /**
    * False for a run that starts its conversation and is answered as JSON: nothing of it is
    * stored before its end, when {@link Storage.storeRun} writes it whole.
@@ -131,18 +130,19 @@ export function claimOf(
 }
 
 /**
- * Drives a run: waits for its conversation's turn unless it has it, runs the flow, hands out
- * its text as stream parts while it runs, then stores its outcome, its messages and the
- * flow's state, and passes the turn on. A flow that throws is an `error` outcome; an aborted
+ * Drives a run: waits for its conversation's turn unless it has it (`claimed`, the turn it
+ * was served on arrival), runs the flow, hands out its text as stream parts while it runs,
+ * then stores its outcome, its messages and the flow's state, and passes the turn on. A flow that throws is an `error` outcome; an aborted
  * run is `cancelled`, stored with what was produced so far (a run aborted before its turn
  * came still waits for it, then stores its user message without running the flow; while the
  * service closes, it gives its turn up at once). Only a storage failure makes a step
  * reject. `client` is the request whose client going away aborts the run, followed from the
  * first step (a stream's first event, sent before, does not wait for it); the lifecycle
- * releases the run once it is stored.
+ * releases the run once it is stored. Nothing given is written to: the driver keeps its own
+ * state (its ticket, its turn, a flow's `metadata` made on first read).
  */
-export function driveRun(input: RunInput, client: FollowedClient | null = null): RunSteps {
-  return new RunDriver(input, client);
+export function driveRun(input: RunInput, claimed: ClaimedTurn | null, client: FollowedClient | null = null): RunSteps {
+  return new RunDriver(input, claimed, client);
 }
 
 /** The request a run follows: its client going away aborts the run. */
@@ -170,6 +170,8 @@ class RunDriver implements RunSteps {
   #turn: ClaimedTurn | null;
   /** Whether the run's claim on its turn was stored (and answered). */
   #claimed: boolean;
+  /** The run's place in its conversation's queue: its input's, or the one it took again when passed over. */
+  #ticket: number;
   /** The conversation's mode, and since when, as the run found it. */
   #mode: ConversationMode = "bot";
   #modeSince = "";
@@ -196,13 +198,13 @@ class RunDriver implements RunSteps {
   /** Whether the run ended (stored, or failed to be): every later step is done. */
   #over = false;
 
-  constructor(input: RunInput, client: FollowedClient | null) {
+  constructor(input: RunInput, claimed: ClaimedTurn | null, client: FollowedClient | null) {
     this.#input = input;
     this.#client = client;
-    this.#turn = input.claimed;
-    this.#claimed = input.claimed !== null;
     // The driver keeps the turn, and only until its flow runs (see #begin).
-    input.claimed = null;
+    this.#turn = claimed;
+    this.#claimed = claimed !== null;
+    this.#ticket = input.ticket;
     this.#startedMs = input.claimedAtMs;
   }
 
@@ -265,7 +267,7 @@ class RunDriver implements RunSteps {
         lifecycle: input.lifecycle,
         run,
         conversation: input.conversation,
-        ticket: input.ticket,
+        ticket: this.#ticket,
         claimed: this.#claimed,
         userMessage,
         recorded: input.stream !== undefined,
@@ -317,7 +319,7 @@ class RunDriver implements RunSteps {
       if (abort.aborted && lifecycle.closed) break;
       this.#startedMs = Date.now();
       if (this.#startedMs > waitUntil) return this.#waitedTooLong();
-      const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: input.ticket };
+      const claim: ClaimTurnInput = { ...claimOf(input, this.#startedMs, lifecycle.leaseMs), ticket: this.#ticket };
       if (input.stream) claim.stream = input.stream;
       this.#turn = await this.#claimTurn(claim);
       this.#claimed = this.#turn !== null;
@@ -325,18 +327,18 @@ class RunDriver implements RunSteps {
     const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
     this.#transcript = transcript;
     const turn = this.#turn;
-    if (!turn) return giveUpTurn(input, transcript);
+    if (!turn) return giveUpTurn(input, this.#ticket, transcript);
     if (input.trigger === "message" && turn.conversation.mode !== "bot") {
       // A human has the conversation: the user's message goes to them, and the flow does not run.
       const { mode } = input.livechat.state(input.channel, turn.conversation, this.#startedMs);
-      if (withHuman(mode)) return humanTurn(input, turn, transcript, this.#startedMs, mode);
+      if (withHuman(mode)) return humanTurn(input, this.#ticket, turn, transcript, this.#startedMs, mode);
     }
     if (input.begun) {
       this.#held = lifecycle.holdTurn({
         storage: input.storage,
         runId: input.runId,
         conversationId: input.conversation.id,
-        ticket: input.ticket,
+        ticket: this.#ticket,
         sinceMs: this.#startedMs,
       });
     }
@@ -365,8 +367,8 @@ class RunDriver implements RunSteps {
   async #waitedTooLong(): Promise<RunOutcome> {
     const input = this.#input;
     const transcript = new Transcript({ runId: input.runId, estimateTokens: input.estimateTokens, live: input.live });
-    if (input.abort.aborted) return giveUpTurn(input, transcript);
-    await giveUpTurn(input, transcript, TURN_WAIT_ERROR);
+    if (input.abort.aborted) return giveUpTurn(input, this.#ticket, transcript);
+    await giveUpTurn(input, this.#ticket, transcript, TURN_WAIT_ERROR);
     throw new ServiceError("conversation_busy", undefined, { headers: { "retry-after": BUSY_RETRY_AFTER } });
   }
 
@@ -381,7 +383,7 @@ class RunDriver implements RunSteps {
       input.lifecycle.logger.warn(`channelkit: run ${input.runId} missed its turn in conversation ${input.conversation.id}; it queues again`);
       const again = await input.storage.beginRun(claim);
       if (again === null) throw error;
-      input.ticket = again.ticket;
+      this.#ticket = again.ticket;
       return again.claimed;
     }
   }
@@ -466,7 +468,7 @@ class RunDriver implements RunSteps {
     const completion: CompleteRunInput = {
       run: recordOf(input, outcome),
       conversation: input.conversation,
-      ticket: input.ticket,
+      ticket: this.#ticket,
       claimed: true,
       messages: outcome.produced,
       claimUntil: isoTimestamp(completedMs + lifecycle.claimMs),
@@ -508,7 +510,14 @@ function modeChange(from: ConversationMode, since: string, handedOver: boolean, 
  * (`origin: "livechat"`, `sender: "user"`) with a `pending` run that produced nothing and
  * reports the mode, then told to the provider.
  */
-async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcript, startedMs: number, mode: ConversationMode): Promise<RunOutcome> {
+async function humanTurn(
+  input: RunInput,
+  ticket: number,
+  turn: ClaimedTurn,
+  transcript: Transcript,
+  startedMs: number,
+  mode: ConversationMode,
+): Promise<RunOutcome> {
   const completedMs = Date.now();
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
     status: "success",
@@ -527,7 +536,7 @@ async function humanTurn(input: RunInput, turn: ClaimedTurn, transcript: Transcr
     {
       run: recordOf(input, outcome),
       conversation: input.conversation,
-      ticket: input.ticket,
+      ticket,
       claimed: true,
       messages: [],
       liveChatUserTurn: turn.userMessage.turnIndex,
@@ -559,7 +568,7 @@ function flowIterator(flow: Flow, ctx: FlowContext): AsyncIterator<FlowEvent, un
  * stored `cancelled` with its user message at once rather than after the runs before it;
  * or `refused` (it waited too long), stored as that `error` without its user message.
  */
-async function giveUpTurn(input: RunInput, transcript: Transcript, refused: string | null = null): Promise<RunOutcome> {
+async function giveUpTurn(input: RunInput, ticket: number, transcript: Transcript, refused: string | null = null): Promise<RunOutcome> {
   const nowMs = Date.now();
   const now = isoTimestamp(nowMs);
   const outcome = transcript.outcome(input.runId, input.conversation.id, {
@@ -575,7 +584,7 @@ async function giveUpTurn(input: RunInput, transcript: Transcript, refused: stri
     {
       run: recordOf(input, outcome),
       conversation: input.conversation,
-      ticket: input.ticket,
+      ticket,
       claimed: false,
       // A refused run's client sends its message again: storing it now would store it twice.
       messages: refused === null ? [userMessageOf(input.runId, input.payload, now, input.estimateTokens)] : [],
@@ -656,6 +665,7 @@ class RunFlowContext implements FlowContext {
   readonly #userTurn: number;
   #channel: FlowContext["channel"] | undefined;
   #history: FlowContext["history"] | undefined;
+  #metadata: Record<string, unknown> | undefined;
   constructor(input: RunInput, turn: ClaimedTurn) {
     this.payload = input.payload;
     this.trigger = input.trigger;
@@ -680,7 +690,8 @@ class RunFlowContext implements FlowContext {
     return this.#input.abort.signal;
   }
   get metadata(): Record<string, unknown> {
-    this.#input.metadata ??= {};
-    return this.#input.metadata;
+    // The request's own object when it sent one; the `{}` made on first read is kept here, not on the input.
+    this.#metadata ??= this.#input.metadata ?? {};
+    return this.#metadata;
   }
 }

@@ -117,7 +117,6 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput): Pro
       trigger,
       estimateTokens: ctx.estimateTokens,
       ticket: ticket.ticket,
-      claimed: ticket.claimed,
       begun,
       claimedAtMs: arrivedMs,
       stream: claim.stream,
@@ -131,6 +130,7 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput): Pro
       streamEnding,
       hooks: ctx.plugins,
     },
+    ticket.claimed,
     input.request,
   );
   // Own functions, not a class's methods: a channel may spread a started run ({ ...run, steps }).
