@@ -28,7 +28,7 @@ import type {
 } from "@channelkit/core";
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
-import { newConversationRecord, storedMessage, TurnPassedOver } from "@channelkit/core";
+import { ABANDONED_RUN_ERROR, newConversationRecord, storedMessage, TurnPassedOver } from "@channelkit/core";
 import type { Kysely, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
 import {
@@ -49,9 +49,6 @@ import { completeRunKey, MESSAGE_VALUE_COLUMNS, RUN_VALUE_COLUMNS, requestPathQu
 import { kyselyIdempotency } from "./idempotency.js";
 import { kyselyRunStreams } from "./run-streams.js";
 import { type ChannelsTable, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
-
-/** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
-const LAPSED = "The run was abandoned: the instance running it stopped before it ended.";
 
 /**
  * The {@link Storage} of core on Kysely: every statement is portable SQL built by Kysely
@@ -502,9 +499,9 @@ function* claimServedTurn(queries: Queries, input: ClaimTurnInput, serving: numb
     // others find the queue moved.
     const [moved] = yield* rowsOf(queries.takeOver.bind([input.claimUntil, conversation.id, serving, input.now, ticket]));
     if (moved) {
-      yield* rowsOf(queries.cancelLapsed.bind([input.now, LAPSED, conversation.id, serving, ticket]));
+      yield* rowsOf(queries.cancelLapsed.bind([input.now, ABANDONED_RUN_ERROR, conversation.id, serving, ticket]));
       // A lapsed run that is not recorded has no row where it is written with its outcome.
-      if (!rowAtClaim) yield* rowsOf(queries.cancelLapsedUnwritten.bind([input.now, LAPSED, conversation.id, serving]));
+      if (!rowAtClaim) yield* rowsOf(queries.cancelLapsedUnwritten.bind([input.now, ABANDONED_RUN_ERROR, conversation.id, serving]));
     }
   }
   return yield* claim(queries, input, ticket, input.stream !== undefined, rowAtClaim);

@@ -1,6 +1,7 @@
 import { memoryIdempotencyStore } from "./memory-idempotency.js";
 import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
+import { ABANDONED_RUN_ERROR } from "./records.js";
 import type {
   ApiKeyRecord,
   AuditEventRecord,
@@ -27,9 +28,6 @@ import type {
   TenantRecord,
   StoreRunInput,
 } from "./types.js";
-
-/** Why a run whose instance stopped is stored `cancelled` when the next run takes its turn over. */
-const LAPSED = "The run was abandoned: the instance running it stopped before it ended.";
 
 /*
  * Rows are kept as the SQL stores keep them: JSON fields as JSON text, so that what is read
@@ -270,7 +268,7 @@ export function memoryStorage(): Storage {
         flowName: channel.flowName,
         flowVersion: null,
         result: null,
-        error: LAPSED,
+        error: ABANDONED_RUN_ERROR,
         executionOrder: [],
         startedAt: user.timestamp,
         completedAt: now,
@@ -443,7 +441,7 @@ export function memoryStorage(): Storage {
           put(conversations, row.id, { ...row, serving: ticket, leaseUntil: input.claimUntil });
           for (let passed = serving; passed < ticket; passed++) {
             const stale = runOfTicket(conversation.id, passed);
-            if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: LAPSED });
+            if (stale && stale.status === "running") put(runs, stale.id, { ...stale, status: "cancelled", completedAt: input.now, error: ABANDONED_RUN_ERROR });
             else if (!stale && passed === serving) cancelUnwritten(conversation.id, serving, input.now);
           }
         }

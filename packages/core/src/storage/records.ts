@@ -41,6 +41,12 @@ export function newConversationRecord(conversation: RunConversation, at: string)
   };
 }
 
+/**
+ * Why a run is stored `cancelled` when the instance running it stopped before it ended: by the
+ * next run taking its turn over (a lapsed lease), or once its recorded stream lapsed.
+ */
+export const ABANDONED_RUN_ERROR = "The run was abandoned: the instance running it stopped before it ended.";
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**

@@ -6,6 +6,7 @@ import type { RunOutcome } from "../runs/outcome.js";
 import type { StartedRun } from "../runs/start.js";
 import { isoTimestamp } from "../runs/timestamp.js";
 import { closingFrame, dataRunFrame, UI_STREAM_HEADERS, uiMessageStream } from "../runs/ui-stream.js";
+import { ABANDONED_RUN_ERROR } from "../storage/records.js";
 import type { ChannelRecord, LiveFeed, RunStreamRecord, RunStreamStore } from "../storage/types.js";
 
 /** Longest a recorded stream's events wait before they are written, in ms: the cost is one write per this much streaming, not one per event. */
@@ -20,8 +21,6 @@ const LAST_SEQ = 2 ** 31 - 1;
 
 /** The last event of a stream whose instance stopped before it ended (no last events were recorded). */
 const LOST_FRAME = `data: ${JSON.stringify({ type: "error", errorText: "The reply was interrupted: the server running it stopped." })}\n\n`;
-/** Why its run is stored `cancelled`. */
-const LOST_ERROR = "The run was abandoned: the instance running it stopped before it ended.";
 /** Why a run is stored `error` when its outcome could not be, though its stream's end was. */
 const UNSTORED_ERROR = "The run's outcome could not be stored.";
 
@@ -145,7 +144,7 @@ export class RunStreams {
     if (!store) return noContent();
     let live = await store.findLive(conversationId);
     if (live && live.aliveUntil < isoTimestamp(Date.now())) {
-      await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR, live.runId);
+      await store.endLapsed(isoTimestamp(Date.now()), ABANDONED_RUN_ERROR, live.runId);
       live = await store.findLive(conversationId);
     }
     if (!live || this.#closed) return noContent();
@@ -218,7 +217,7 @@ export class RunStreams {
             stream.end();
             return;
           }
-          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR, live.runId);
+          if (found.stream.aliveUntil < isoTimestamp(Date.now())) await store.endLapsed(isoTimestamp(Date.now()), ABANDONED_RUN_ERROR, live.runId);
         } while (again && !stream.ended);
       } catch (error) {
         this.#logger.warn(`channelkit: a resumed stream could not read run ${live.runId}`, error);
@@ -283,7 +282,7 @@ export class RunStreams {
       const local = [...this.#recording.keys()];
       const cancelled = await store.renew(local, isoTimestamp(Date.now() + this.#leaseMs));
       for (const runId of cancelled) this.#recording.get(runId)?.cancel();
-      await store.endLapsed(isoTimestamp(Date.now()), LOST_ERROR);
+      await store.endLapsed(isoTimestamp(Date.now()), ABANDONED_RUN_ERROR);
       await store.prune(isoTimestamp(Date.now() - KEEP_ENDED_MS));
     } catch (error) {
       if (!this.#closed) this.#logger.warn("channelkit: resumable streams could not be renewed or swept", error);
