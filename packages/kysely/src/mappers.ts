@@ -34,6 +34,9 @@ export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> 
     run_timeout_seconds: channel.runTimeoutSeconds ?? null,
     rate_limits: channel.rateLimits ? JSON.stringify(channel.rateLimits) : null,
     resumable_streams: channel.resumableStreams ? 1 : 0,
+    // A record made before plugin types existed has neither: none.
+    settings: JSON.stringify(channel.settings ?? {}),
+    sealed_settings: channel.sealedSettings ?? null,
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -62,6 +65,8 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     runTimeoutSeconds: row.run_timeout_seconds === null || row.run_timeout_seconds === undefined ? null : Number(row.run_timeout_seconds),
     rateLimits: fromJson(row.rate_limits ?? null, null),
     resumableStreams: Number(row.resumable_streams) === 1,
+    settings: fromJson(row.settings ?? null, {}),
+    sealedSettings: row.sealed_settings ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -194,6 +194,8 @@ function channelRecord(tenantId: string): ChannelRecord {
     resumableStreams: false,
     rateLimits: null,
     widget: {},
+    settings: {},
+    sealedSettings: null,
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt: "2026-01-01T00:00:00.000Z",
   };

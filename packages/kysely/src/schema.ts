@@ -83,6 +83,10 @@ export interface ChannelsTable {
   rate_limits: string | null;
   /** 1 when streamed runs can be resumed. */
   resumable_streams: Generated<number>;
+  /** JSON text of a plugin type's settings that are not secrets; `{}` for the built-in types. */
+  settings: Generated<string>;
+  /** The type's secret settings, one JSON object sealed with the master key; null when none is set. */
+  sealed_settings: string | null;
 }
 
 export interface ApiKeysTable {
@@ -207,6 +211,8 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "run_timeout_seconds",
   "rate_limits",
   "resumable_streams",
+  "settings",
+  "sealed_settings",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(

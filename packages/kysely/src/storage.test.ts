@@ -86,6 +86,8 @@ function channelRecord(tenantId: string): ChannelRecord {
     resumableStreams: false,
     rateLimits: null,
     widget: {},
+    settings: {},
+    sealedSettings: null,
     createdAt: NOW,
     updatedAt: NOW,
   };
@@ -199,6 +201,7 @@ describe("migrate", () => {
       "0008_rate_limits",
       "0009_run_streams",
       "0010_idempotency_keys",
+      "0012_channel_settings",
     ]);
   });
 
@@ -218,6 +221,8 @@ describe("migrate", () => {
       run_timeout_seconds: _runTimeout,
       rate_limits: _rateLimits,
       resumable_streams: _resumable,
+      settings: _settings,
+      sealed_settings: _sealedSettings,
       ...row0001
     } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();
@@ -247,6 +252,8 @@ describe("migrate", () => {
     // 0006: a conversation stored before it entered its mode when it was last written.
     expect(await storage.findConversation(conversationId)).toMatchObject({ mode: "bot", modeSince: NOW });
     expect((await storage.findChannel(channel.id))?.livechatWaitTimeoutSeconds).toBeNull();
+    // 0012: a channel made before it has no settings of a plugin's type.
+    expect(await storage.findChannel(channel.id)).toMatchObject({ settings: {}, sealedSettings: null });
     const run = runOn(channel, conversationId, "after the upgrade", ["ok"]);
     const ticket = await ticketOf(storage, run.begin);
     expect(ticket.ticket).toBe(0);

@@ -21,7 +21,7 @@ import type {
   RunStreamStore,
   RunTicket,
   SchemaStatus,
-  SignatureSettings,
+  ExpectedChannel,
   Storage,
   StoreRunInput,
   TenantRecord,
@@ -395,13 +395,7 @@ export class KyselyStorage implements Storage {
     return rows.map(rowToChannel);
   }
 
-  async updateChannel(
-    id: string,
-    patch: ChannelPatch,
-    updatedAt: string,
-    audit?: AuditEventRecord,
-    expected?: SignatureSettings,
-  ): Promise<ChannelRecord | null> {
+  async updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord, expected?: ExpectedChannel): Promise<ChannelRecord | null> {
     const db = this.db;
     // Archived is final: the guard is in the statement, so a channel archived by another
     // process between an admin's check and this write stays as it is.
@@ -410,12 +404,12 @@ export class KyselyStorage implements Storage {
       .set({ ...patchToRow(patch), updated_at: updatedAt })
       .where("id", "=", id)
       .where("state", "<>", "archived");
-    if (expected) {
-      const secret = expected.signingSecretEncrypted;
-      update = update
-        .where("require_signature", "=", expected.requireSignature ? 1 : 0)
-        .where("signing_secret_encrypted", secret === null ? "is" : "=", secret);
-    }
+    if (expected?.requireSignature !== undefined) update = update.where("require_signature", "=", expected.requireSignature ? 1 : 0);
+    const secret = expected?.signingSecretEncrypted;
+    if (secret !== undefined) update = update.where("signing_secret_encrypted", secret === null ? "is" : "=", secret);
+    if (expected?.settings !== undefined) update = update.where("settings", "=", JSON.stringify(expected.settings));
+    const sealed = expected?.sealedSettings;
+    if (sealed !== undefined) update = update.where("sealed_settings", sealed === null ? "is" : "=", sealed);
     const compiled = update.returningAll().compile();
     const row = await this.#exec.transaction(function* () {
       const [updated] = yield* rowsOf(compiled);
@@ -695,6 +689,8 @@ function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
   if (patch.rateLimits !== undefined) row.rate_limits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
   if (patch.resumableStreams !== undefined) row.resumable_streams = patch.resumableStreams ? 1 : 0;
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
+  if (patch.settings !== undefined) row.settings = JSON.stringify(patch.settings);
+  if (patch.sealedSettings !== undefined) row.sealed_settings = patch.sealedSettings;
   return row;
 }
 

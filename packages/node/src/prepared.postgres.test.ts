@@ -45,6 +45,8 @@ describeWithPostgres("Postgres prepared statements", (serverUrl) => {
       resumableStreams: false,
       rateLimits: null,
       widget: {},
+      settings: {},
+      sealedSettings: null,
       createdAt: NOW,
       updatedAt: NOW,
     };

@@ -121,6 +121,51 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findChannel(plain.channel.id)).toEqual(plain.channel);
       });
 
+      it("stores and reads back a channel of a plugin's type with its settings and sealed settings; a patch replaces them", async () => {
+        const settings = { greeting: "Hi 👋", retries: 3, enabled: true, nested: { list: [1, "two", null] } };
+        const { channel, key } = await seed({ type: "telegram", settings, sealedSettings: "v1:iv:sealed-secrets" });
+        expect(await storage.findChannel(channel.id)).toEqual(channel);
+        expect(await storage.findKeyByHash(key.hash)).toEqual({ key, channel });
+        expect(await storage.listChannels({ tenantId: channel.tenantId })).toEqual([channel]);
+        const updated = await storage.updateChannel(channel.id, { settings: { greeting: "Hello" }, sealedSettings: "v1:iv:rotated" }, at(100));
+        const expected = { ...channel, settings: { greeting: "Hello" }, sealedSettings: "v1:iv:rotated", updatedAt: at(100) };
+        expect(updated).toEqual(expected);
+        expect(await storage.findChannel(channel.id)).toEqual(expected);
+        // A patch without them leaves them; null removes the sealed settings.
+        expect(await storage.updateChannel(channel.id, { name: "renamed" }, at(101))).toEqual({ ...expected, name: "renamed", updatedAt: at(101) });
+        expect(await storage.updateChannel(channel.id, { sealedSettings: null }, at(102))).toMatchObject({
+          settings: { greeting: "Hello" },
+          sealedSettings: null,
+        });
+      });
+
+      it("applies a patch that expects the settings it merged into only while the channel still has them", async () => {
+        const { channel } = await seed({ type: "telegram", settings: { greeting: "Hi" }, sealedSettings: "v1:iv:first" });
+        const read = { settings: { greeting: "Hi" }, sealedSettings: "v1:iv:first" };
+        const first = await storage.updateChannel(channel.id, { settings: { greeting: "Hey" } }, at(300), undefined, read);
+        expect(first).toMatchObject({ settings: { greeting: "Hey" }, sealedSettings: "v1:iv:first" });
+        // A second writer that merged into the same settings changes nothing.
+        expect(await storage.updateChannel(channel.id, { settings: { greeting: "Yo" } }, at(301), undefined, read)).toBeNull();
+        expect(
+          await storage.updateChannel(channel.id, { sealedSettings: "v1:iv:other" }, at(301), undefined, {
+            settings: { greeting: "Hey" },
+            sealedSettings: "v1:iv:stale",
+          }),
+        ).toBeNull();
+        expect(await storage.findChannel(channel.id)).toMatchObject({ settings: { greeting: "Hey" }, sealedSettings: "v1:iv:first", updatedAt: at(300) });
+        // The settings as they are now let the write through; no sealed settings are expected as null.
+        const rotated = await storage.updateChannel(channel.id, { sealedSettings: null }, at(302), undefined, {
+          settings: { greeting: "Hey" },
+          sealedSettings: "v1:iv:first",
+        });
+        expect(rotated).toMatchObject({ sealedSettings: null });
+        expect(
+          await storage.updateChannel(channel.id, { sealedSettings: "v1:iv:new" }, at(303), undefined, { settings: { greeting: "Hey" }, sealedSettings: null }),
+        ).toMatchObject({
+          sealedSettings: "v1:iv:new",
+        });
+      });
+
       it("creates a channel and its key atomically: a duplicate key hash fails and leaves no channel", async () => {
         const { tenant, key } = await seed();
         const second = channelRecord(tenant.id);
@@ -208,6 +253,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const expected = structuredClone(channel);
         channel.allowedOrigins.push("https://changed.example.com");
         channel.livechatMessages.livechat_active = "changed";
+        channel.settings.changed = true;
         const read = await storage.findChannel(channel.id);
         expect(read).toEqual(expected);
         read?.languages.push("xx_XX");
@@ -1599,6 +1645,8 @@ function channelRecord(tenantId: string, overrides: Partial<ChannelRecord> = {})
     rateLimits: null,
     resumableStreams: false,
     widget: { theme: { position: "bottom-left" } },
+    settings: {},
+    sealedSettings: null,
     createdAt: at(0),
     updatedAt: at(0),
     ...overrides,

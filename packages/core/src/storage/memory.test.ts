@@ -30,6 +30,8 @@ function channel(tenantId: string): ChannelRecord {
     resumableStreams: false,
     rateLimits: null,
     widget: {},
+    settings: {},
+    sealedSettings: null,
     createdAt: NOW,
     updatedAt: NOW,
   };

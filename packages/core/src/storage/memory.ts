@@ -23,7 +23,7 @@ import type {
   RunRecord,
   RunTicket,
   SchemaStatus,
-  SignatureSettings,
+  ExpectedChannel,
   Storage,
   TenantRecord,
   StoreRunInput,
@@ -43,8 +43,9 @@ interface TenantRow {
   createdAt: string;
 }
 
-interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages" | "widget" | "rateLimits"> {
+interface ChannelRow extends Omit<ChannelRecord, "allowedOrigins" | "languages" | "livechatMessages" | "widget" | "rateLimits" | "settings"> {
   widget: string;
+  settings: string;
   rateLimits: string | null;
   allowedOrigins: string;
   languages: string;
@@ -606,12 +607,12 @@ export function memoryStorage(): Storage {
       patch: ChannelPatch,
       updatedAt: string,
       audit?: AuditEventRecord,
-      expected?: SignatureSettings,
+      expected?: ExpectedChannel,
     ): Promise<ChannelRecord | null> {
       return transaction(() => {
         const row = channels.get(id);
         if (!row || row.state === "archived") return null;
-        if (expected && (row.requireSignature !== expected.requireSignature || row.signingSecretEncrypted !== expected.signingSecretEncrypted)) return null;
+        if (expected && !hasExpected(row, expected)) return null;
         const updated = { ...row, ...patchToRow(patch), updatedAt };
         put(channels, id, updated);
         insertAudit(audit);
@@ -708,6 +709,9 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     rateLimits: channel.rateLimits ? JSON.stringify(channel.rateLimits) : null,
     resumableStreams: Boolean(channel.resumableStreams),
     widget: JSON.stringify(channel.widget),
+    // A record made before plugin types existed has neither: none.
+    settings: JSON.stringify(channel.settings ?? {}),
+    sealedSettings: channel.sealedSettings ?? null,
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
   };
@@ -721,7 +725,17 @@ function rowToChannel(row: ChannelRow): ChannelRecord {
     livechatMessages: fromJson(row.livechatMessages, {}),
     widget: fromJson(row.widget, {}),
     rateLimits: fromJson(row.rateLimits, null),
+    settings: fromJson(row.settings, {}),
   };
+}
+
+/** Whether a channel's row still has what an update expects of it (each field given). */
+function hasExpected(row: ChannelRow, expected: ExpectedChannel): boolean {
+  if (expected.requireSignature !== undefined && row.requireSignature !== expected.requireSignature) return false;
+  if (expected.signingSecretEncrypted !== undefined && row.signingSecretEncrypted !== expected.signingSecretEncrypted) return false;
+  if (expected.settings !== undefined && row.settings !== JSON.stringify(expected.settings)) return false;
+  if (expected.sealedSettings !== undefined && row.sealedSettings !== expected.sealedSettings) return false;
+  return true;
 }
 
 /** The columns a patch sets: a field left `undefined` keeps the stored value. */
@@ -742,6 +756,8 @@ function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
   if (patch.rateLimits !== undefined) row.rateLimits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
   if (patch.resumableStreams !== undefined) row.resumableStreams = Boolean(patch.resumableStreams);
   if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
+  if (patch.settings !== undefined) row.settings = JSON.stringify(patch.settings);
+  if (patch.sealedSettings !== undefined) row.sealedSettings = patch.sealedSettings;
   return row;
 }
 

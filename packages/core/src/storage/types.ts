@@ -11,8 +11,13 @@ import type { PluginSchema, PluginStore } from "../plugin/storage.js";
 export type Environment = "prod" | "dev" | "staging";
 /** Lifecycle state of a channel. */
 type ChannelState = "active" | "inactive" | "archived";
-/** Channel types; only `api` channels serve the API routes. */
-type ChannelType = "api" | "webhook";
+/**
+ * A channel's type: `api` and `webhook` are channelkit's own, any other is the name of a
+ * channel type a plugin registers (`ChannelPlugin.channelTypes`, e.g. `telegram`). Only
+ * `api` channels serve the API routes.
+ */
+// `string & {}` keeps the built-in types suggested beside any plugin's.
+export type ChannelType = "api" | "webhook" | (string & {});
 /** Server-to-server (`svc_live_`/`svc_test_` keys) or client-to-server (`svc_pub_` keys). */
 export type ChannelMode = "server" | "public";
 /** Outcome of a run. */
@@ -68,6 +73,16 @@ export interface ChannelRecord {
   resumableStreams: boolean;
   /** What the channel's chat widget overrides of the defaults (strings per language, theme, features), as validated by the admin. */
   widget: Record<string, unknown>;
+  /**
+   * A plugin type's settings that are not secrets, as validated by the type's schema; `{}`
+   * for the built-in types.
+   */
+  settings: Record<string, unknown>;
+  /**
+   * The type's secret settings (those its `secrets` names) as one JSON object, sealed with
+   * the master key like the signing secret (`SecretBox.encrypt`); null when none is set.
+   */
+  sealedSettings: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -485,11 +500,20 @@ export type ChannelPatch = Partial<
     | "rateLimits"
     | "resumableStreams"
     | "widget"
+    | "settings"
+    | "sealedSettings"
   >
 >;
 
 /** A channel's signature settings, as {@link Storage.updateChannel} may expect to find them. */
 export type SignatureSettings = Pick<ChannelRecord, "requireSignature" | "signingSecretEncrypted">;
+
+/**
+ * What {@link Storage.updateChannel} may expect to find: each field given is compared with the
+ * stored one (`settings` as its JSON text, `null` as null), and the patch applied only when
+ * all are still the same.
+ */
+export type ExpectedChannel = Partial<SignatureSettings & Pick<ChannelRecord, "settings" | "sealedSettings">>;
 
 /** What an admin operation did, as the audit trail stores it. Never holds a key or a secret. */
 export interface AuditEventRecord {
@@ -627,11 +651,12 @@ export interface Storage {
   /**
    * Applies a patch to a channel that is not archived (archived is final) and records
    * `audit` with it, in one transaction. Null, changing nothing, when no such channel exists
-   * or it is archived, or when `expected` is given and the channel's signature settings are
-   * no longer those: the admin turning signatures on reads them first, and two PATCHes at
-   * once must not each hand out a secret of their own.
+   * or it is archived, or when `expected` is given and a field it names is no longer as
+   * given: the admin turning signatures on reads them first, and two PATCHes at once must not
+   * each hand out a secret of their own; an update of a plugin type's settings merges into
+   * those it read, and must not lose another's merged meanwhile.
    */
-  updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord, expected?: SignatureSettings): Promise<ChannelRecord | null>;
+  updateChannel(id: string, patch: ChannelPatch, updatedAt: string, audit?: AuditEventRecord, expected?: ExpectedChannel): Promise<ChannelRecord | null>;
   /**
    * Revokes every active key of a channel that is not archived, stores the new one and
    * records `audit`, in one transaction. False, changing nothing, when no such channel
