@@ -88,6 +88,9 @@ export {
 // Plugin authors: the plugin API (docs/plugins.md), and the built-in channels, to leave one
 // out or put another in its place (`createChannelService({ channels })`).
 export * from "./plugin/api.js";
+// A plugin's channels: their full settings, secrets opened; the options of key authentication (the channel types a route serves).
+export { channelSettings, type SettingsContext } from "./channels/settings.js";
+export type { ApiKeyOptions } from "./auth/authenticate.js";
 export { apiChannel } from "./channels/api/plugin.js";
 export { webhookChannel } from "./channels/webhook/plugin.js";
 export { widgetChannel } from "./channels/widget/plugin.js";

@@ -24,7 +24,7 @@ import { DEFAULT_STREAM_LIMITS, OpenStreams, type StreamLimits, streamLimitsSche
 import { openApiDocument } from "./openapi/document.js";
 import { openApiPlugin } from "./openapi/route.js";
 import { routerEntries } from "./plugin/mount.js";
-import { mountPlugins, PluginRegistry } from "./plugin/registry.js";
+import { BUILT_IN_CHANNEL_TYPES, mountPlugins, PluginRegistry } from "./plugin/registry.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
 import { runsOf } from "./runs/runs.js";
 import { RunStreams } from "./streams/run-streams.js";
@@ -277,12 +277,12 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   // What every route and plugin gets: the same service, seen through its public interfaces.
   const ctx: ServiceContext = internals;
 
-  await checkChannels(ctx);
-
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const plugins = [...(options.channels ?? defaultChannels()), ...(options.livechat ? [options.livechat] : []), ...(options.plugins ?? [])];
   if (options.openapi !== false) plugins.push(openApiPlugin(() => openApiDocument({ plugins: mounted, basePath })));
   const mounted = await mountPlugins(plugins, ctx, pluginRegistry);
+  // Once the plugins registered their channel types: a channel of a type none registers is told of.
+  await checkChannels(ctx);
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
   for (const entry of routerEntries(mounted.flatMap((plugin) => plugin.routes ?? []))) {
@@ -379,10 +379,12 @@ function channelList(ids: string[]): string {
 
 /**
  * Warns at start-up of channels (not archived) that cannot serve as configured: those bound to
- * a flow this service does not register (their runs answer 503 `flow_unavailable`), and those
+ * a flow this service does not register (their runs answer 503 `flow_unavailable`), those
  * whose signing secret the configured master key cannot open (sealed under another key: their
- * signed requests answer 503 `signing_secret_unavailable`). One read of the channels, one
- * decryption per stored secret.
+ * signed requests answer 503 `signing_secret_unavailable`), those of a channel type no plugin
+ * of this service registers (no route serves them), and those whose secret settings the master
+ * key cannot open (their plugin cannot read them: `channelSettings` answers 503
+ * `channel_settings_unavailable`). One read of the channels, one decryption per stored secret.
  */
 async function checkChannels(ctx: ServiceContext): Promise<void> {
   let channels: ChannelRecord[];
@@ -405,6 +407,22 @@ async function checkChannels(ctx: ServiceContext): Promise<void> {
   if (unopened.length > 0) {
     ctx.logger.warn(
       `channelkit: the signing secrets of ${unopened.length} channel(s) cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY): they were sealed under another key, and those that require signatures answer 503 signing_secret_unavailable: ${channelList(unopened.map((channel) => channel.id))}. Start with the master key that sealed them, or rotate their signing secrets (admin.rotateSigningSecret(id)).`,
+    );
+  }
+  const types = ctx.plugins.channelTypes;
+  const untyped = channels.filter((channel) => !(BUILT_IN_CHANNEL_TYPES as readonly string[]).includes(channel.type) && !types.has(channel.type));
+  if (untyped.length > 0) {
+    const registered = [...BUILT_IN_CHANNEL_TYPES, ...types.keys()].join(", ");
+    ctx.logger.warn(
+      `channelkit: ${untyped.length} channel(s) are of a channel type no plugin of this service registers, so no route serves them and their settings cannot be changed: ${channelList(untyped.map((channel) => `${channel.id} (type "${channel.type}")`))}. Registered types: ${registered}. Add the plugin that registers the type to createChannelService({ plugins }), or archive the channel.`,
+    );
+  }
+  const withSettings = channels.filter((channel) => channel.sealedSettings !== null);
+  const settingsOpened = await Promise.all(withSettings.map(async (channel) => (await ctx.secrets.decrypt(channel.sealedSettings as string)) !== null));
+  const settingsUnopened = withSettings.filter((_, i) => !settingsOpened[i]);
+  if (settingsUnopened.length > 0) {
+    ctx.logger.warn(
+      `channelkit: the secret settings of ${settingsUnopened.length} channel(s) cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY): they were sealed under another key, so their plugins cannot read them (channelSettings answers 503 channel_settings_unavailable): ${channelList(settingsUnopened.map((channel) => channel.id))}. Start with the master key that sealed them, or send their secret settings again (admin.updateChannel(id, { settings })).`,
     );
   }
 }

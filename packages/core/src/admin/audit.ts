@@ -18,7 +18,10 @@ export interface AuditEvent {
   /** `http` through the admin routes, `service` through `service.admin` (the command included). */
   via: "http" | "service";
   operation: AuditOperation;
-  /** What changed, by channel field (`allowed_origins`, `config.require_signature`, `api_key_hint`, ...): never a key or a secret. */
+  /**
+   * What changed, by channel field (`allowed_origins`, `config.require_signature`, `api_key_hint`, `settings`, ...): never a key or
+   * a secret. A secret setting of a plugin's type is recorded by its name, `settings.<name>: { from: "none" | "previous", to: "new" | "none" }`.
+   */
   changes: Record<string, { from: unknown; to: unknown }>;
   outcome: "success" | "failure";
   /** The error code of a refused operation. */
@@ -46,6 +49,8 @@ const AUDITED_FIELDS = [
   "default_stream",
   "languages",
   "widget",
+  // A plugin type's settings that are not secrets; its secrets are recorded by name only (`settings.<name>`, by the operation).
+  "settings",
 ] as const;
 
 function field(view: ChannelView, name: (typeof AUDITED_FIELDS)[number]): unknown {

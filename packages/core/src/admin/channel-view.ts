@@ -1,8 +1,14 @@
 import { channelRateLimitsView } from "../ratelimit/rules.js";
+import { isBuiltInChannelType } from "../channels/settings.js";
 import type { ChannelRecord } from "../storage/types.js";
 
-/** A channel as the contract shows it: never the key, never the signing secret. */
-export function channelView(channel: ChannelRecord) {
+/**
+ * A channel as the contract shows it: never the key, never the signing secret, never a secret
+ * setting. A channel of a plugin's type also shows its `settings` (those that are not secrets)
+ * and `secrets`: the names of its secret settings that are set, as `secretNames` says (null
+ * when the master key cannot open them, or when the caller did not open them).
+ */
+export function channelView(channel: ChannelRecord, secretNames: readonly string[] | null = null) {
   return {
     id: channel.id,
     tenant_id: channel.tenantId,
@@ -28,6 +34,7 @@ export function channelView(channel: ChannelRecord) {
     /** The channel's own rate limits, in the wire's names; a name left out takes the service's (see docs/security.md). */
     rate_limits: channelRateLimitsView(channel.rateLimits ?? {}),
     ...(channel.type === "webhook" ? { client_id: channel.clientId, languages: channel.languages } : {}),
+    ...(isBuiltInChannelType(channel.type) ? {} : { settings: channel.settings, secrets: secretNames === null ? null : [...secretNames] }),
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };

@@ -6,6 +6,7 @@ import { isoNow, isoTimestamp } from "../runs/timestamp.js";
 import { canonicalId } from "../storage/records.js";
 import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
 import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
+import { channelTypeFor, newSettings, type SettingsUpdate, updatedSettings, viewOf } from "./channel-settings.js";
 import { type ChannelView, channelView } from "./channel-view.js";
 import {
   type AuditQueryInput,
@@ -20,7 +21,10 @@ import {
 
 /** A tenant as the admin shows it, in the wire's names. */
 
-/** How often turning signatures on reads the channel again when another update changed its signature settings meanwhile. */
+/**
+ * How often turning signatures on, or merging a plugin type's settings, reads the channel again
+ * when another update changed its signature settings (or its settings) meanwhile.
+ */
 const SIGNATURE_RACE_ATTEMPTS = 8;
 
 export interface TenantView {
@@ -234,10 +238,13 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       const target: AuditTarget = { tenantId: caller.tenantId ?? (typeof tenantId === "string" ? tenantId : null), channelId: null };
       return audited("create_channel", target, async () => {
         const parsed = validate(createChannelSchema, input);
+        // A plugin's type: its settings validated by its schema, its secrets sealed.
+        const type = channelTypeFor(ctx, parsed.type, parsed.settings);
         requireFlow(parsed.flow);
         if (!(await storage.findTenant(parsed.tenantId))) {
           throw new ServiceError("validation_error", `No tenant exists with id ${parsed.tenantId}.`);
         }
+        const typed = type === null ? null : await newSettings(ctx, type, parsed.settings);
         const now = isoNow();
         // A webhook channel always has its secret (the console's "secret for the webhook"),
         // shown once here, required on its calls only when it requires signatures.
@@ -264,21 +271,26 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           rateLimits: parsed.rateLimits,
           resumableStreams: parsed.resumableStreams,
           widget: parsed.widget,
+          settings: typed?.settings ?? {},
+          sealedSettings: typed?.sealedSettings ?? null,
           createdAt: now,
           updatedAt: now,
         };
+        // A plugin's type gets its key as an API channel does (the mode's prefix): its routes may authenticate by it.
         const { key, record: keyRecord } = await newKey(channel, now);
         channel.apiKeyHint = keyRecord.hint;
-        const view = channelView(channel);
+        const view = channelView(channel, typed?.secretNames ?? []);
         target.channelId = channel.id;
-        await storage.createChannel(channel, keyRecord, record("create_channel", target, channelChanges(null, view)));
+        // Its secrets are recorded by name, as set: never their values.
+        const changes = { ...channelChanges(null, view), ...typed?.changes };
+        await storage.createChannel(channel, keyRecord, record("create_channel", target, changes));
         return { channel: view, api_key: key, signing_secret: signingSecret };
       });
     },
 
     async getChannel(named) {
       const channelId = canonicalId(named);
-      return { channel: channelView(await ownChannel(channelId)) };
+      return { channel: await viewOf(ctx, await ownChannel(channelId)) };
     },
 
     async listTenants() {
@@ -295,7 +307,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
         throw new ServiceError("validation_error", `No tenant exists with id ${tenantId}.`);
       }
       const channels = await storage.listChannels(tenantId === undefined ? {} : { tenantId });
-      return { channels: channels.map(channelView) };
+      return { channels: await Promise.all(channels.map((channel) => viewOf(ctx, channel))) };
     },
 
     updateChannel(named, input) {
@@ -304,10 +316,16 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       return audited("update_channel", target, async () => {
         const parsed = validate(updateChannelSchema, input);
         if (parsed.flow !== undefined) requireFlow(parsed.flow);
-        const { flow, ...rest } = parsed;
+        const { flow, settings, ...rest } = parsed;
         for (let attempt = 1; ; attempt++) {
           const channel = await manageable(channelId, target);
           const patch: ChannelPatch = { ...rest, ...(flow === undefined ? {} : { flowName: flow }) };
+          // A plugin type's settings: merged into those read, validated whole, secrets sent sealed again.
+          let typed: SettingsUpdate | undefined;
+          if (settings !== undefined) {
+            typed = await updatedSettings(ctx, channel, settings);
+            Object.assign(patch, typed.patch);
+          }
           let signingSecret: string | undefined;
           if (parsed.requireSignature === true && !channel.requireSignature) {
             // A secret is shown once, when it is made (interface.md): turning the check on
@@ -323,17 +341,25 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           const changes = channelChanges(channelView(channel), channelView({ ...channel, ...patch }));
           // The secret itself is never recorded: the event says that it was replaced, as a rotation's does.
           if (signingSecret !== undefined) changes.signing_secret = { from: channel.signingSecretEncrypted === null ? "none" : "previous", to: "new" };
+          if (typed !== undefined) Object.assign(changes, typed.changes);
           // The secret handed out must be the one stored: written only if no other PATCH or
           // rotation changed the signature settings since they were read, else read again.
-          const expected = signingSecret === undefined ? undefined : { requireSignature: false, signingSecretEncrypted: channel.signingSecretEncrypted };
+          // Settings merged into those read likewise: written only if they are still those.
+          const expected =
+            signingSecret === undefined && typed === undefined
+              ? undefined
+              : {
+                  ...(signingSecret === undefined ? {} : { requireSignature: false, signingSecretEncrypted: channel.signingSecretEncrypted }),
+                  ...typed?.expected,
+                };
           const updated = await storage.updateChannel(channelId, patch, isoNow(), record("update_channel", target, changes), expected);
           if (updated) {
-            const view = channelView(updated);
+            const view = typed === undefined ? await viewOf(ctx, updated) : channelView(updated, typed.secretNames);
             return signingSecret === undefined ? { channel: view } : { channel: view, signing_secret: signingSecret };
           }
           if (expected === undefined) throw await goneOrArchived(channelId);
           if (attempt === SIGNATURE_RACE_ATTEMPTS) {
-            throw new ServiceError("runtime_error", "The channel's signature settings kept changing during this update; send it again.");
+            throw new ServiceError("runtime_error", "The channel's signature settings or its type's settings kept changing during this update; send it again.");
           }
         }
       });

@@ -29,6 +29,11 @@ const runTimeout = z
   .max(86_400, "run_timeout_seconds must be 1 to 86400")
   .nullable();
 const language = z.string().regex(/^[a-z]{2}_[A-Z]{2}$/, "languages are codes of the form xx_XX, e.g. en_US");
+/**
+ * A plugin channel type's settings as sent: an object, each field checked by the type's own
+ * schema once the type is known (`settings.<field>` in the details of a refusal).
+ */
+const settings = z.record(z.string(), z.unknown(), "settings must be an object of the channel type's settings");
 
 /** Input of `admin.createTenant`. */
 export const createTenantSchema = z.object({
@@ -40,7 +45,10 @@ export const createChannelSchema = z.object({
   tenantId: z.string().min(1, "tenantId is required"),
   flow: z.string().min(1, "a flow name is required"),
   name: z.string().max(200).nullish(),
-  type: z.enum(["api", "webhook"]).default("api"),
+  /** `api`, `webhook`, or a channel type a plugin of the service registers (e.g. `telegram`). */
+  type: z.string("type must be a channel type's name").min(1, "type must be a channel type's name").default("api"),
+  /** A plugin type's settings, validated by its schema; the built-in types take none. */
+  settings: settings.optional(),
   environment: environment.default("prod"),
   mode: z.enum(["server", "public"]).default("server"),
   allowedOrigins: z.array(origin).default([]),
@@ -78,6 +86,11 @@ export const updateChannelSchema = z
     resumableStreams: z.boolean(),
     /** The widget settings, replacing the whole set (see `docs/widget.md`). */
     widget: widgetSettingsSchema,
+    /**
+     * A plugin type's settings, merged into the stored ones (a field sent as null is removed,
+     * as in a JSON Merge Patch) and validated whole; a secret sent is sealed again.
+     */
+    settings,
   })
   .partial();
 
@@ -139,6 +152,8 @@ export const patchChannelBodySchema = z.strictObject(
     config: z
       .strictObject({ require_signature: z.boolean("config.require_signature must be a boolean").optional() }, notAnObject("config must be an object"))
       .optional(),
+    /** A plugin type's settings, merged into the stored ones (null removes a field) and validated whole. */
+    settings: settings.optional(),
   },
   notAnObject("the body must be a JSON object"),
 );
@@ -155,7 +170,7 @@ export const channelViewSchema = z.object({
   id: z.uuid(),
   tenant_id: z.uuid(),
   name: z.string().nullable(),
-  type: z.enum(["api", "webhook"]),
+  type: z.string().meta({ description: "`api`, `webhook`, or the name of a channel type a plugin registers (e.g. `telegram`)." }),
   mode: z.enum(["server", "public"]).meta({ description: "`server` takes `svc_live_`/`svc_test_` keys, `public` takes `svc_pub_` keys." }),
   environment,
   state: z.enum(["active", "inactive", "archived"]),
@@ -172,6 +187,11 @@ export const channelViewSchema = z.object({
   rate_limits: channelRateLimitsViewSchema.meta({ description: "The channel's own rate limits; a name left out takes the service's." }),
   client_id: z.string().optional().meta({ description: "Webhook channels only: the `client_id` of their routes." }),
   languages: z.array(z.string()).optional().meta({ description: "Webhook channels only." }),
+  settings: z.record(z.string(), z.unknown()).optional().meta({ description: "Channels of a plugin's type only: the type's settings that are not secrets." }),
+  secrets: z.array(z.string()).nullable().optional().meta({
+    description:
+      "Channels of a plugin's type only: the names of its secret settings that are set (never their values); null when the configured master key cannot open them.",
+  }),
   created_at: z.iso.datetime(),
   updated_at: z.iso.datetime(),
 });

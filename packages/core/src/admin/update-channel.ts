@@ -40,5 +40,7 @@ function toUpdateInput(body: ReturnType<typeof patchChannelBodySchema.parse>): U
   if (body.livechat?.status_messages !== undefined) input.livechatMessages = body.livechat.status_messages;
   if (body.livechat?.wait_timeout_seconds !== undefined) input.livechatWaitTimeoutSeconds = body.livechat.wait_timeout_seconds;
   if (body.config?.require_signature !== undefined) input.requireSignature = body.config.require_signature;
+  // A plugin type's settings: merged into the stored ones and validated by the admin (`settings.<field>` when refused).
+  if (body.settings !== undefined) input.settings = body.settings;
   return input;
 }

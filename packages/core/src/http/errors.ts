@@ -49,6 +49,10 @@ export const ERROR_CODES = {
   },
   runtime_error: { status: 500, message: "An unexpected error occurred in the service." },
   signing_secret_unavailable: { status: 503, message: "A signature is required but no signing secret is configured for this channel." },
+  channel_settings_unavailable: {
+    status: 503,
+    message: "The channel's secret settings cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY).",
+  },
   jwks_unavailable: { status: 503, message: "The key set that verifies admin tokens cannot be fetched; try again shortly." },
   flow_unavailable: { status: 503, message: "The flow this channel is bound to is not registered by this service." },
   conversation_busy: {
