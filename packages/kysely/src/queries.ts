@@ -4,32 +4,12 @@ import { FEED_CHANNEL } from "./feed-channel.js";
 import { PreparedQueries, PreparedQuery } from "./prepared.js";
 import { CHANNEL_COLUMNS, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, RUN_COLUMNS } from "./schema.js";
 
-/** A row of placeholders, one per column, numbered from `offset`. */
+/**
+ * A row of placeholders, one per column, numbered from `offset` in the order of `columns`:
+ * the statement's parameters are then a row's values in that order (`valuesOf` in storage.ts).
+ */
 function placeholderRow<Column extends string>(columns: readonly Column[], $: (index: number) => never, offset = 0): Record<Column, never> {
   return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
-}
-
-/** Values of a new conversation's row, the first placeholders of the statements that insert one. */
-export const CONVERSATION_VALUES = 14;
-
-/** A new conversation's row: its {@link CONVERSATION_VALUES} values are the first placeholders of the statement. */
-function conversationRow($: (index: number) => never) {
-  return {
-    id: $(0),
-    tenant_id: $(1),
-    channel_id: $(2),
-    mode: $(3),
-    flow_state: $(4),
-    next_turn: $(5),
-    livechat_conversation_id: $(13),
-    created_at: $(6),
-    updated_at: $(7),
-    next_ticket: $(8),
-    serving: $(9),
-    lease_until: $(10),
-    language: $(11),
-    mode_since: $(12),
-  };
 }
 
 /**
@@ -62,7 +42,8 @@ export function requestPathQueries(db: Kysely<Database>) {
     recentMessages: new PreparedQuery(2, ($) =>
       db.selectFrom("messages").select(MESSAGE_COLUMNS).where("conversation_id", "=", $(0)).orderBy("turn_index", "desc").limit($(1)),
     ),
-    insertConversation: new PreparedQuery(CONVERSATION_VALUES, ($) => db.insertInto("conversations").values(conversationRow($))),
+    // A new conversation's row: its values in the order of CONVERSATION_COLUMNS.
+    insertConversation: new PreparedQuery(CONVERSATION_COLUMNS.length, ($) => db.insertInto("conversations").values(placeholderRow(CONVERSATION_COLUMNS, $))),
     // A new conversation with its first messages and its run, as one statement where the
     // database allows (Executor.dataModifyingCtes), keyed by the number of messages.
     newConversation: new PreparedQueries((count: number) => newConversationQuery(db, count)),
@@ -220,19 +201,13 @@ export function requestPathQueries(db: Kysely<Database>) {
     endedTicket: new PreparedQuery(2, ($) =>
       db.selectFrom("runs").select("status").where("conversation_id", "=", $(0)).where("ticket", "=", $(1)).where("status", "<>", "running"),
     ),
-    // Serves a later ticket only if `from` is still the one served (a compare-and-set: see completeRun).
+    // Serves a later ticket only if `from` is still the one served (a compare-and-set: see skipEndedTickets).
     serveFrom: new PreparedQuery(4, ($) =>
       db
         .updateTable("conversations")
         .set({ serving: $(0), lease_until: $(1) })
         .where("id", "=", $(2))
         .where("serving", "=", $(3)),
-    ),
-    serve: new PreparedQuery(3, ($) =>
-      db
-        .updateTable("conversations")
-        .set({ serving: $(0), lease_until: $(1) })
-        .where("id", "=", $(2)),
     ),
     insertMessages: new PreparedQueries(
       (count: number) =>
@@ -266,28 +241,28 @@ export function requestPathQueries(db: Kysely<Database>) {
         .set({ started_at: $(0), completed_at: $(0) })
         .where("id", "=", $(1)),
     ),
-    finishRun: new PreparedQuery(8, ($) =>
-      db
-        .updateTable("runs")
-        .set({ status: $(0), result: $(1), error: $(2), execution_order: $(3), completed_at: $(4), duration_ms: $(5), stream_tail: $(6) })
-        .where("id", "=", $(7)),
+    // A run's outcome on its row: the values of RUN_OUTCOME_COLUMNS, then the run's id.
+    finishRun: new PreparedQuery(RUN_OUTCOME_COLUMNS.length + 1, ($) =>
+      db.updateTable("runs").set(placeholderRow(RUN_OUTCOME_COLUMNS, $)).where("id", "=", $(RUN_OUTCOME_COLUMNS.length)),
     ),
   };
 }
 
 /**
  * A new conversation with its first `count` messages and its run, as one statement (for
- * databases with data-modifying `WITH`).
+ * databases with data-modifying `WITH`). Placeholders: the conversation's row, then each
+ * message's, then the run's, each in the order of its table's columns.
  */
 function newConversationQuery(db: Kysely<Database>, count: number) {
-  const runOffset = CONVERSATION_VALUES + count * MESSAGE_COLUMNS.length;
+  const messageOffset = CONVERSATION_COLUMNS.length;
+  const runOffset = messageOffset + count * MESSAGE_COLUMNS.length;
   return new PreparedQuery(runOffset + RUN_COLUMNS.length, ($) =>
     db
-      .with("c", (qc) => qc.insertInto("conversations").values(conversationRow($)).returning("id"))
+      .with("c", (qc) => qc.insertInto("conversations").values(placeholderRow(CONVERSATION_COLUMNS, $)).returning("id"))
       .with("m", (qc) =>
         qc
           .insertInto("messages")
-          .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, CONVERSATION_VALUES + row * MESSAGE_COLUMNS.length)))
+          .values(Array.from({ length: count }, (_, row) => placeholderRow(MESSAGE_COLUMNS, $, messageOffset + row * MESSAGE_COLUMNS.length)))
           .returning("turn_index"),
       )
       .with("r", (qc) =>
@@ -300,6 +275,9 @@ function newConversationQuery(db: Kysely<Database>, count: number) {
       .select("c.id"),
   );
 }
+
+/** What a run's end writes on its row (`finishRun`, the end of `completeRun`): the values of these, then the run's id. */
+export const RUN_OUTCOME_COLUMNS = ["status", "result", "error", "execution_order", "completed_at", "duration_ms", "stream_tail"] as const;
 
 /** The columns of a message whose turn index the statement computes: its values are the statement's placeholders. */
 export const MESSAGE_VALUE_COLUMNS = MESSAGE_COLUMNS.filter((column) => column !== "turn_index") as Exclude<(typeof MESSAGE_COLUMNS)[number], "turn_index">[];
@@ -429,7 +407,7 @@ export function completeRunKey(count: number, setsFlowState: boolean): number {
 function completeRunQuery(db: Kysely<Database>, count: number, setsFlowState: boolean) {
   const messageOffset = 5 + Number(setsFlowState);
   const r = messageOffset + count * MESSAGE_VALUE_COLUMNS.length;
-  return new PreparedQuery(r + 8, ($) => {
+  return new PreparedQuery(r + RUN_OUTCOME_COLUMNS.length + 1, ($) => {
     const t = finishTurn(db, $, setsFlowState).returning(["next_turn", "serving", "next_ticket"]);
     // One insert per message: a multi-row insert from `t` would need its values in a `VALUES`
     // list or a `UNION`, where Postgres types the placeholders as text, not as their columns.
@@ -456,16 +434,8 @@ function completeRunQuery(db: Kysely<Database>, count: number, setsFlowState: bo
           .updateTable("runs")
           // From `t`: the run's row is written only when the conversation's was.
           .from("t")
-          .set({
-            status: $(r),
-            result: $(r + 1),
-            error: $(r + 2),
-            execution_order: $(r + 3),
-            completed_at: $(r + 4),
-            duration_ms: $(r + 5),
-            stream_tail: $(r + 6),
-          })
-          .where("runs.id", "=", $(r + 7))
+          .set(placeholderRow(RUN_OUTCOME_COLUMNS, $, r))
+          .where("runs.id", "=", $(r + RUN_OUTCOME_COLUMNS.length))
           .returning("runs.id"),
       )
       .selectFrom("t")

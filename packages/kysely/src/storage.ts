@@ -18,6 +18,7 @@ import type {
   MessageRecord,
   ModeChange,
   RateLimitStore,
+  RunRecord,
   RunStreamStore,
   RunTicket,
   SchemaStatus,
@@ -29,8 +30,8 @@ import type {
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
 import { ABANDONED_RUN_ERROR, newConversationRecord, storedMessage, TurnPassedOver } from "@channelkit/core";
-import type { Kysely, Updateable } from "kysely";
-import { type Executor, kyselyExecutor, rowsOf, type TransactionBody } from "./executor.js";
+import type { Kysely, Selectable, Updateable } from "kysely";
+import { type Executor, kyselyExecutor, rowsOf, runBody, type TransactionBody } from "./executor.js";
 import {
   auditToRow,
   channelToRow,
@@ -45,10 +46,19 @@ import {
   toJson,
 } from "./mappers.js";
 import { migrateToLatest, schemaStatusOf } from "./migrations.js";
-import { completeRunKey, MESSAGE_VALUE_COLUMNS, RUN_VALUE_COLUMNS, requestPathQueries } from "./queries.js";
+import { completeRunKey, MESSAGE_VALUE_COLUMNS, RUN_OUTCOME_COLUMNS, RUN_VALUE_COLUMNS, requestPathQueries } from "./queries.js";
 import { kyselyIdempotency } from "./idempotency.js";
 import { kyselyRunStreams } from "./run-streams.js";
-import { type ChannelsTable, CONVERSATION_COLUMNS, type Database, MESSAGE_COLUMNS, type MessagesTable, RUN_COLUMNS, type RunsTable } from "./schema.js";
+import {
+  type ChannelsTable,
+  CONVERSATION_COLUMNS,
+  type ConversationsTable,
+  type Database,
+  MESSAGE_COLUMNS,
+  type MessagesTable,
+  RUN_COLUMNS,
+  type RunsTable,
+} from "./schema.js";
 
 /**
  * The {@link Storage} of core on Kysely: every statement is portable SQL built by Kysely
@@ -162,7 +172,7 @@ export class KyselyStorage implements Storage {
       // Nobody else can know the id yet: the run holds ticket 0 and its turn at once.
       const { run, userMessage } = input;
       const row = this.#runRowAtClaim || input.stream ? runToRow(run, 0, input.stream) : null;
-      await this.#insertConversation(newConversationValues(input), [messageToRow(conversation.id, 0, userMessage)], row);
+      await this.#insertConversation(newConversationRow(input), [messageToRow(conversation.id, 0, userMessage)], row);
       return {
         ticket: 0,
         claimed: { conversation: newConversationRecord(conversation, run.startedAt), userMessage: storedMessage(conversation.id, 0, userMessage) },
@@ -235,7 +245,7 @@ export class KyselyStorage implements Storage {
     const rows = messages.map((message) => messageToRow(conversation.id, 0, message));
     const values = finishTurnArgs(count, run.completedAt, ticket, input.claimUntil, conversation.id, setsFlowState, input.flowState).concat(
       valuesOf(MESSAGE_VALUE_COLUMNS, rows),
-      [run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, input.streamEnd ?? null, run.id],
+      runOutcomeValues(run, input.streamEnd ?? null),
     );
     const [row] = await this.#exec.rows(this.#queries.completeRun.get(completeRunKey(count, setsFlowState)).bind(values));
     if (!row) throw new Error(`channelkit: conversation ${conversation.id} was not stored`);
@@ -246,22 +256,16 @@ export class KyselyStorage implements Storage {
   }
 
   /**
-   * Serves the first ticket from `from` whose run has not already ended, after the statement
-   * that passed the turn on to `from`: a compare-and-set on `from`, so that it moves nothing
-   * if the ended run's own completion, or a takeover, moved the queue meanwhile. Until it is
-   * done the queue waits on a ticket nobody claims; should it fail, the next ticket takes the
-   * turn over when the lease lapses (claimTurn), as after an instance that stopped. The run's
-   * outcome is stored either way, so a failure here is not the run's.
+   * {@link skipEndedTickets} after the statement that passed the turn on to `from`, outside
+   * a transaction: its compare-and-set on `from` moves nothing if the ended run's own
+   * completion, or a takeover, moved the queue meanwhile. Until it is done the queue waits on
+   * a ticket nobody claims; should it fail, the next ticket takes the turn over when the lease
+   * lapses (claimTurn), as after an instance that stopped. The run's outcome is stored either
+   * way, so a failure here is not the run's.
    */
   async #skipEndedTickets(conversationId: string, from: number, claimUntil: string): Promise<void> {
     try {
-      let next = from;
-      for (;;) {
-        const [ended] = await this.#exec.rows(this.#queries.endedTicket.bind([conversationId, next]));
-        if (!ended) break;
-        next++;
-      }
-      if (next !== from) await this.#exec.rows(this.#queries.serveFrom.bind([next, claimUntil, conversationId, from]));
+      await runBody(skipEndedTickets(this.#queries, conversationId, from, claimUntil), async (query) => this.#exec.rows(query));
     } catch {
       // See above: the lease passes the turn on.
     }
@@ -270,23 +274,24 @@ export class KyselyStorage implements Storage {
   async storeRun(input: StoreRunInput): Promise<MessageRecord[]> {
     const { conversation, messages, run } = input;
     const flowState = "flowState" in input ? toJson(input.flowState) : null;
+    // Its ticket 0 taken and passed on: the run is over.
     await this.#insertConversation(
-      [
-        conversation.id,
-        conversation.tenantId,
-        conversation.channelId,
-        input.mode ?? "bot",
-        flowState,
-        messages.length,
-        run.startedAt,
-        run.completedAt,
-        1,
-        1,
-        null,
-        conversation.language ?? null,
-        input.mode === undefined ? run.startedAt : run.completedAt,
-        null,
-      ],
+      {
+        id: conversation.id,
+        tenant_id: conversation.tenantId,
+        channel_id: conversation.channelId,
+        mode: input.mode ?? "bot",
+        flow_state: flowState,
+        next_turn: messages.length,
+        livechat_conversation_id: null,
+        created_at: run.startedAt,
+        updated_at: run.completedAt,
+        next_ticket: 1,
+        serving: 1,
+        lease_until: null,
+        language: conversation.language ?? null,
+        mode_since: input.mode === undefined ? run.startedAt : run.completedAt,
+      },
       messages.map((message, i) => messageToRow(conversation.id, i, message)),
       runToRow(run, 0),
     );
@@ -294,13 +299,17 @@ export class KyselyStorage implements Storage {
   }
 
   /**
-   * Inserts a conversation (the values of `insertConversation`), its first messages and a
-   * run: one statement where the database allows, else one transaction.
+   * Inserts a conversation, its first messages and a run: one statement where the database
+   * allows, else one transaction.
    */
-  #insertConversation(conversation: unknown[], messages: MessagesTable[], run: RunsTable | null): Promise<unknown> | unknown {
+  #insertConversation(conversation: ConversationRow, messages: MessagesTable[], run: RunsTable | null): Promise<unknown> | unknown {
     const queries = this.#queries;
     if (this.#exec.dataModifyingCtes && messages.length > 0 && run) {
-      const values = conversation.concat(valuesOf(MESSAGE_COLUMNS, messages), valuesOf(RUN_COLUMNS, [run]));
+      // The statement's parameters: the conversation's row, each message's, the run's.
+      const values = new Array<unknown>(CONVERSATION_COLUMNS.length + messages.length * MESSAGE_COLUMNS.length + RUN_COLUMNS.length);
+      let at = putValues(values, 0, CONVERSATION_COLUMNS, conversation);
+      for (const message of messages) at = putValues(values, at, MESSAGE_COLUMNS, message);
+      putValues(values, at, RUN_COLUMNS, run);
       return this.#exec.rows(queries.newConversation.get(messages.length).bind(values));
     }
     return this.#exec.transaction(() => insertConversationRows(queries, conversation, messages, run));
@@ -533,10 +542,7 @@ function* completeInTransaction(
   }
   // A recorded stream ends with its run's outcome, in the same write.
   if (hasRow) {
-    const tail = streamEnd ?? null;
-    yield* rowsOf(
-      queries.finishRun.bind([run.status, toJson(run.result), run.error, JSON.stringify(run.executionOrder), run.completedAt, run.durationMs, tail, run.id]),
-    );
+    yield* rowsOf(queries.finishRun.bind(runOutcomeValues(run, streamEnd ?? null)));
   } else {
     const insert = input.claimed ? queries.storeRunOutcome : queries.insertRun;
     yield* rowsOf(insert.bind(valuesOf(RUN_COLUMNS, [runToRow(run, ticket)])));
@@ -550,8 +556,8 @@ function* completeInTransaction(
 }
 
 /** {@link KyselyStorage}'s new conversation as a transaction: its row, its first messages and a run. */
-function* insertConversationRows(queries: Queries, conversation: unknown[], messages: MessagesTable[], run: RunsTable | null): TransactionBody<void> {
-  yield* rowsOf(queries.insertConversation.bind(conversation));
+function* insertConversationRows(queries: Queries, conversation: ConversationRow, messages: MessagesTable[], run: RunsTable | null): TransactionBody<void> {
+  yield* rowsOf(queries.insertConversation.bind(valuesOf(CONVERSATION_COLUMNS, [conversation])));
   if (messages.length > 0) yield* rowsOf(queries.insertMessages.get(messages.length).bind(valuesOf(MESSAGE_COLUMNS, messages)));
   if (run) yield* rowsOf(queries.insertRun.bind(valuesOf(RUN_COLUMNS, [run])));
 }
@@ -590,25 +596,44 @@ function* claim(queries: Queries, input: BeginRunInput, ticket: number, queued: 
   return { conversation: record, userMessage };
 }
 
-/** The values of `insertConversation` for the conversation a run starts: its ticket 0 served, its user message counted. */
-function newConversationValues(input: BeginRunInput): unknown[] {
+/** A conversation's row as inserted: every column, by name (the statements take them in the order of {@link CONVERSATION_COLUMNS}). */
+type ConversationRow = { [Column in (typeof CONVERSATION_COLUMNS)[number]]: Selectable<ConversationsTable>[Column] };
+
+/** The row of the conversation a run starts: its ticket 0 served, its user message counted. */
+function newConversationRow(input: BeginRunInput): ConversationRow {
   const { conversation, run } = input;
-  return [
-    conversation.id,
-    conversation.tenantId,
-    conversation.channelId,
-    "bot",
-    null,
-    1,
-    run.startedAt,
-    run.startedAt,
-    1,
-    0,
-    input.leaseUntil,
-    conversation.language ?? null,
-    run.startedAt,
-    null,
-  ];
+  return {
+    id: conversation.id,
+    tenant_id: conversation.tenantId,
+    channel_id: conversation.channelId,
+    mode: "bot",
+    flow_state: null,
+    next_turn: 1,
+    livechat_conversation_id: null,
+    created_at: run.startedAt,
+    updated_at: run.startedAt,
+    next_ticket: 1,
+    serving: 0,
+    lease_until: input.leaseUntil,
+    language: conversation.language ?? null,
+    mode_since: run.startedAt,
+  };
+}
+
+/** The values of `finishRun`: the run's outcome on its row, by column, then the run's id. */
+function runOutcomeValues(run: RunRecord, streamTail: string | null): unknown[] {
+  const outcome: { [Column in (typeof RUN_OUTCOME_COLUMNS)[number]]: RunsTable[Column] } = {
+    status: run.status,
+    result: toJson(run.result),
+    error: run.error,
+    execution_order: JSON.stringify(run.executionOrder),
+    completed_at: run.completedAt,
+    duration_ms: run.durationMs,
+    stream_tail: streamTail,
+  };
+  const values = new Array<unknown>(RUN_OUTCOME_COLUMNS.length + 1);
+  values[putValues(values, 0, RUN_OUTCOME_COLUMNS, outcome)] = run.id;
+  return values;
 }
 
 /**
@@ -648,7 +673,9 @@ function finishTurnArgs(
 
 /**
  * Serves `from`, or the first ticket after it whose run has not already ended: a run
- * cancelled while it waited stored itself with its ticket and is skipped.
+ * cancelled while it waited stored itself with its ticket and is skipped. The serve is a
+ * compare-and-set on `from` being served: inside the transaction that passed the turn on to
+ * it, it always is; after a statement of its own, the queue may have moved meanwhile.
  */
 function* skipEndedTickets(queries: Queries, conversationId: string, from: number, claimUntil: string): TransactionBody<void> {
   let next = from;
@@ -657,7 +684,7 @@ function* skipEndedTickets(queries: Queries, conversationId: string, from: numbe
     if (!ended) break;
     next++;
   }
-  if (next !== from) yield* rowsOf(queries.serve.bind([next, claimUntil, conversationId]));
+  if (next !== from) yield* rowsOf(queries.serveFrom.bind([next, claimUntil, conversationId, from]));
 }
 
 /**
@@ -667,9 +694,15 @@ function* skipEndedTickets(queries: Queries, conversationId: string, from: numbe
  */
 function valuesOf<Column extends string>(columns: readonly Column[], rows: readonly Record<Column, unknown>[]): unknown[] {
   const values = new Array<unknown>(columns.length * rows.length);
-  let i = 0;
-  for (const row of rows) for (const column of columns) values[i++] = row[column];
+  let at = 0;
+  for (const row of rows) at = putValues(values, at, columns, row);
   return values;
+}
+
+/** Puts `row`'s values into `values` from `at`, in the order of `columns`; returns where the next go. */
+function putValues<Column extends string>(values: unknown[], at: number, columns: readonly Column[], row: Record<Column, unknown>): number {
+  for (const column of columns) values[at++] = row[column];
+  return at;
 }
 
 function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
