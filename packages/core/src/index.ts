@@ -59,7 +59,7 @@ export { signRequestBody } from "./auth/signature.js";
 export type { FinishMetadata, UIStreamEvent } from "./runs/ui-stream.js";
 // The OpenAPI 3.1 document of the routes (docs/openapi.json; served at GET /public/v1/openapi.json).
 export { openApiDocument, type OpenApiDocument, type OpenApiDocumentOptions } from "./openapi/document.js";
-export { OPENAPI_PATH } from "./openapi/route.js";
+export { OPENAPI_PATH, openApiPlugin } from "./openapi/route.js";
 
 // Flow authors.
 export { defineFlow, type Flow, type FlowContext, type FlowHistoryMessage, type FlowTrigger } from "./flows/define.js";

@@ -1,12 +1,22 @@
 /**
  * Every answer the contract suite receives, checked against the OpenAPI document of
- * `@channelkit/core` (`openApiDocument()`, as `docs/openapi.json` holds it): the suite's
- * requests go through {@link fetch} here rather than the global one, and a route the
- * document lacks, a status it does not list for the route, a missing or malformed header, a
- * body or a server-sent event that does not match its schema is a violation, which fails
- * the test that received it (see `Harness`).
+ * `@channelkit/core`'s routes (`coreOpenApiDocument()`: `docs/openapi.json` but the widget's
+ * script): the suite's requests go through {@link fetch} here rather than the global one,
+ * and a route the document lacks, a status it does not list for the route, a missing or
+ * malformed header, a body or a server-sent event that does not match its schema is a
+ * violation, which fails the test that received it (see `Harness`).
  */
-import { type OpenApiDocument, openApiDocument } from "@channelkit/core";
+import {
+  adminApi,
+  apiChannel,
+  liveChatInbox,
+  liveChatWebhookBridge,
+  type OpenApiDocument,
+  openApiDocument,
+  openApiPlugin,
+  webhookChannel,
+  widgetChannel,
+} from "@channelkit/core";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 
@@ -27,7 +37,30 @@ const shorten = (text: string) => (text.length > SHOWN ? `${text.slice(0, SHOWN)
 const NO_BODY = new Set([101, 103, 204, 205, 304]);
 
 /**
- * Checks answers against an OpenAPI 3.1 document: its paths (templates of `{name}`
+ * The OpenAPI document of every route of `@channelkit/core` and of its plugins: the API,
+ * webhook and widget channels, the document's own route, `adminApi()`, `liveChatInbox()`
+ * and `liveChatWebhookBridge()`. `docs/openapi.json` is this with the routes of
+ * `@channelkit/widget`'s `widgetAsset()`.
+ */
+export function coreOpenApiDocument(): OpenApiDocument {
+  return openApiDocument({
+    plugins: [
+      apiChannel(),
+      webhookChannel(),
+      widgetChannel(),
+      openApiPlugin(() => {
+        throw new Error("only described, never served");
+      }),
+      adminApi(),
+      liveChatInbox(),
+      // Only described: its options are never used.
+      liveChatWebhookBridge({ url: "https://bridge.invalid/", secret: "only-described-never-used" }),
+    ],
+  });
+}
+
+/**
+ * Checks answers against an OpenAPI 3.1 document (by default {@link coreOpenApiDocument}): its paths (templates of `{name}`
  * segments), its operations, their responses' statuses, headers and media types, and the
  * JSON Schemas of their bodies (Ajv, draft 2020-12, with formats). An event stream
  * (`text/event-stream`) is checked event by event against the schema of one event, as the
@@ -39,7 +72,7 @@ export class OpenApiConformance {
   readonly #validators = new Map<string, ValidateFunction>();
   readonly #templates: { path: string; segments: string[] }[];
 
-  constructor(document: OpenApiDocument = openApiDocument()) {
+  constructor(document: OpenApiDocument = coreOpenApiDocument()) {
     this.#document = document;
     this.#ajv = new Ajv2020({ strict: false, allErrors: true, discriminator: true });
     addFormats(this.#ajv);
@@ -303,7 +336,7 @@ export function unwatchTarget(url: string): void {
 
 /** What to do about a violation, said with each. */
 export const FIX =
-  "A bug of the service, or a change of it the document does not describe yet: describe it (the zod schemas, packages/core/src/openapi/operations.ts), then run `npm run openapi`.";
+  "A bug of the service, or a change of it the document does not describe yet: describe it (the zod schemas, the route's `doc`), then run `npm run openapi`.";
 
 /** The violations found since the last call, and forgets them. */
 export function takeViolations(): string[] {

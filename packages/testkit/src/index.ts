@@ -133,4 +133,4 @@ export {
 } from "./postgres.js";
 export { SseFrames } from "./frames.js";
 export { StorageGate, type HeldCall } from "./gate.js";
-export { OpenApiConformance } from "./conformance.js";
+export { OpenApiConformance, coreOpenApiDocument } from "./conformance.js";

@@ -1,9 +1,10 @@
-import { OPENAPI_PATH, type OpenApiDocument, openApiDocument } from "@channelkit/core";
+import { OPENAPI_PATH, type OpenApiDocument } from "@channelkit/core";
 import { describe, expect, it } from "vitest";
+import { coreOpenApiDocument } from "./conformance.js";
 import { fetch } from "./conformance.js";
 import type { Harness } from "./harness.js";
 
-/** The routes the suite calls, each of which the served document must describe. */
+/** The routes the suite calls, each of which the served document must describe (the admin and inbox plugins' included). */
 const CALLED = [
   "/public/v1/api/execute",
   "/public/v1/api/conversations/{session_id}/messages",
@@ -30,12 +31,12 @@ const CALLED = [
 /** The OpenAPI document the service serves (its answers are checked against the whole document by every test). */
 export function openApiTests(h: Harness): void {
   describe("the OpenAPI document", () => {
-    it("is served at GET /public/v1/openapi.json: the routes the service mounts, each operation as openApiDocument() describes it", async () => {
+    it("is served at GET /public/v1/openapi.json: the routes the service mounts, its plugins' included, each operation as coreOpenApiDocument() describes it", async () => {
       const response = await fetch(h.url(OPENAPI_PATH), { headers: { origin: "https://docs.example" } });
       expect(response.status).toBe(200);
       expect(response.headers.get("access-control-allow-origin")).toBe("https://docs.example");
       const served = (await response.json()) as OpenApiDocument;
-      const whole = openApiDocument();
+      const whole = coreOpenApiDocument();
       expect(served.openapi).toBe("3.1.1");
       expect(served.components).toEqual(JSON.parse(JSON.stringify(whole.components)));
       expect(Object.keys(served.paths)).toEqual(expect.arrayContaining(CALLED));
@@ -44,6 +45,12 @@ export function openApiTests(h: Harness): void {
         const operations = Object.fromEntries(Object.keys(item).map((method) => [method, described[method]]));
         expect(item, path).toEqual(JSON.parse(JSON.stringify(operations)));
       }
+      // The plugins' routes, marked with their plugin's id.
+      const marked = (path: string, method: string) =>
+        (served.paths[path]?.[method] as { "x-channelkit-plugin"?: string } | undefined)?.["x-channelkit-plugin"];
+      expect(marked("/api/v1/audit", "get")).toBe("admin");
+      expect(marked("/api/v1/livechat/feed", "get")).toBe("livechat-inbox");
+      expect(marked("/public/v1/api/execute", "post")).toBeUndefined();
     });
   });
 }

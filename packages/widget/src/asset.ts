@@ -1,4 +1,4 @@
-import type { Route } from "@channelkit/core";
+import type { IncomingRequest } from "@channelkit/core";
 
 /** Whether an `If-None-Match` header names `etag` (weak comparison, as RFC 9110 asks for this header). */
 export function matchesEtag(ifNoneMatch: string | null, etag: string): boolean {
@@ -8,23 +8,19 @@ export function matchesEtag(ifNoneMatch: string | null, etag: string): boolean {
 }
 
 /**
- * `GET` and `HEAD` routes serving a script held in memory: short public caching (a new
+ * Answers `GET` and `HEAD` with a script held in memory: short public caching (a new
  * release reaches pages within minutes) and revalidation by ETag, answered 304 without the body.
  */
-export function scriptRoutes(path: string, script: string, etag: string): Route[] {
+export function serveScript(script: string, etag: string): (request: IncomingRequest) => Response {
   const headers = {
     "content-type": "text/javascript; charset=utf-8",
     "cache-control": "public, max-age=300",
     etag,
     "x-content-type-options": "nosniff",
   };
-  const handle = (request: { method: string; headers: { get(name: string): string | null } }): Response => {
+  return (request) => {
     if (matchesEtag(request.headers.get("if-none-match"), etag))
       return new Response(null, { status: 304, headers: { "cache-control": headers["cache-control"], etag } });
     return new Response(request.method === "HEAD" ? null : script, { headers });
   };
-  return [
-    { method: "GET", path, handle },
-    { method: "HEAD", path, handle },
-  ];
 }

@@ -1,4 +1,4 @@
-import { createChannelService, memoryStorage, OPENAPI_PATH, openApiDocument } from "@channelkit/core";
+import { createChannelService, memoryStorage, OPENAPI_PATH, type OpenApiDocument, openApiDocument } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { OpenApiConformance } from "@channelkit/testkit";
 import { afterAll, describe, expect, it } from "vitest";
@@ -6,24 +6,29 @@ import { widgetAsset } from "./plugin.js";
 
 const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, plugins: [widgetAsset()], secretKey: "cd".repeat(32) });
 afterAll(() => service.close());
+/** The document the service serves: its channels' routes and the plugin's. */
+const served = (await (await service.handler(new Request(`http://service.test${OPENAPI_PATH}`))).json()) as OpenApiDocument;
 
-/** The violations of an answer of `service` to `method path`, against the whole document. */
+/** The violations of an answer of `service` to `method path`, against the document it serves. */
 async function violations(method: string, path: string, headers: Record<string, string> = {}): Promise<string[]> {
   const found: string[] = [];
   const response = await service.handler(new Request(`http://service.test${path}`, { method, headers }));
-  await (await new OpenApiConformance().inspect(method, path, response, (violation) => found.push(violation))).arrayBuffer();
+  await (await new OpenApiConformance(served).inspect(method, path, response, (violation) => found.push(violation))).arrayBuffer();
   return found;
 }
 
 describe("widgetAsset() in the OpenAPI document", () => {
   it("has its routes described, marked as its plugin's, and served in the service's document", async () => {
-    const document = openApiDocument();
-    const script = document.paths["/public/widget/widget.js"] as Record<string, { "x-channelkit-plugin"?: string }>;
-    for (const route of service.routes.filter((route) => route.path === "/public/widget/widget.js")) {
-      expect(script[route.method.toLowerCase()]?.["x-channelkit-plugin"], route.method).toContain("widgetAsset()");
-    }
-    const served = (await (await service.handler(new Request(`http://service.test${OPENAPI_PATH}`))).json()) as typeof document;
+    const document = openApiDocument({ plugins: [widgetAsset()] });
+    expect(Object.keys(document.paths)).toEqual(["/public/widget/widget.js"]);
+    const script = document.paths["/public/widget/widget.js"] as Record<string, { operationId: string; "x-channelkit-plugin"?: string }>;
+    const mounted = service.routes.filter((route) => route.path === "/public/widget/widget.js").map((route) => route.method);
+    expect(mounted).toEqual(["GET", "HEAD"]);
+    for (const method of mounted) expect(script[method.toLowerCase()]?.["x-channelkit-plugin"], method).toBe("widget-asset");
+    expect(Object.values(script).map((operation) => operation.operationId)).toEqual(["getWidgetScript", "headWidgetScript"]);
+    // No preflight: a script tag sends none.
     expect(Object.keys(served.paths["/public/widget/widget.js"] ?? {})).toEqual(["get", "head"]);
+    expect(served.paths["/public/widget/widget.js"]).toEqual(JSON.parse(JSON.stringify(document.paths["/public/widget/widget.js"])));
   });
 
   it("answers as the document says: the script, its headers, a 304", async () => {

@@ -1,15 +1,17 @@
+import type { z } from "zod";
 import type { ServiceContext } from "../context.js";
 import { jsonResponse } from "../http/respond.js";
-import { validate } from "../http/validate.js";
-import type { RouteRequest } from "../plugins.js";
+import type { RouteCall } from "../plugin/route.js";
 import { type AdminAuthenticate, adminRequest } from "./request.js";
-import { auditRouteQuerySchema } from "./schemas.js";
+import type { auditRouteQuerySchema } from "./schemas.js";
+
+type AuditRouteQuery = z.output<typeof auditRouteQuerySchema>;
 
 /** `GET /api/v1/audit?channel_id=&limit=&cursor=`: the tenant's audit trail, newest first, `{ events, next_cursor }`. */
-export async function auditRoute(request: RouteRequest, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
-  const { admin } = await adminRequest(request, ctx, authenticate);
-  const params = new URL(request.url).searchParams;
-  const query = validate(auditRouteQuerySchema, Object.fromEntries(params));
+export async function auditRoute(call: RouteCall<string, AuditRouteQuery>, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
+  const { admin } = await adminRequest(call.request, ctx, authenticate);
+  // The route's strict schema: a parameter it does not know is a 422.
+  const query = call.query();
   return jsonResponse(
     await admin.audit({
       limit: query.limit,

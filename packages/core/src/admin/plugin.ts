@@ -1,22 +1,18 @@
 import { type AdminAuthOptions, adminAuthenticator } from "../auth/admin-token.js";
-import { preflight } from "../http/cors.js";
-import { toResponse } from "../http/reply.js";
-import type { ChannelPlugin } from "../plugins.js";
+import { ADMIN, CHANNEL_ID, JSON_BODY } from "../openapi/common.js";
+import type { ChannelPlugin } from "../plugin/plugin.js";
+import { defineRoute } from "../plugin/route.js";
 import { auditRoute } from "./audit-route.js";
 import { getChannelRoute } from "./get-channel.js";
 import type { AdminAuthenticate } from "./request.js";
 import { rotateKeyRoute } from "./rotate-key.js";
 import { rotateSigningSecretRoute } from "./rotate-signing-secret.js";
+import { auditRouteQuerySchema, patchChannelBodySchema } from "./schemas.js";
 import { updateChannelRoute } from "./update-channel.js";
 
-const CHANNEL_PATH = "/api/v1/channels/:channel_id";
-const ROTATE_KEY_PATH = `${CHANNEL_PATH}/rotate-key`;
-const ROTATE_SECRET_PATH = `${CHANNEL_PATH}/rotate-signing-secret`;
-const AUDIT_PATH = "/api/v1/audit";
+const CHANNEL = "/api/v1/channels/:channel_id" as const;
 /** A browser console sends the admin token and the tenant: its preflight must allow both. */
-const ADMIN_HEADERS = "Authorization, Content-Type, X-Tenant-ID";
-
-const allow = (methods: string) => () => toResponse(preflight(methods, ADMIN_HEADERS));
+const ADMIN_CORS = { headers: ["Authorization", "Content-Type", "X-Tenant-ID"] };
 
 /**
  * The admin routes: rotate a channel's key or signing secret, read and change its settings,
@@ -35,24 +31,100 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
     throw new Error("channelkit: adminApi() was not started: mount it with createChannelService({ plugins: [adminApi(...)] })");
   };
   return {
-    name: "admin",
+    id: "admin",
     init(ctx) {
       authenticate = adminAuthenticator(options, ctx.production, ctx.logger);
     },
     routes: [
-      { method: "OPTIONS", path: CHANNEL_PATH, handle: allow("GET, PATCH, OPTIONS") },
-      { method: "GET", path: CHANNEL_PATH, handle: (request, params, ctx) => getChannelRoute(request, params.channel_id as string, ctx, authenticate) },
-      { method: "PATCH", path: CHANNEL_PATH, handle: (request, params, ctx) => updateChannelRoute(request, params.channel_id as string, ctx, authenticate) },
-      { method: "OPTIONS", path: ROTATE_KEY_PATH, handle: allow("POST, OPTIONS") },
-      { method: "POST", path: ROTATE_KEY_PATH, handle: (request, params, ctx) => rotateKeyRoute(request, params.channel_id as string, ctx, authenticate) },
-      { method: "OPTIONS", path: ROTATE_SECRET_PATH, handle: allow("POST, OPTIONS") },
-      {
+      defineRoute({
+        method: "GET",
+        path: CHANNEL,
+        auth: "admin",
+        cors: ADMIN_CORS,
+        rateLimited: true,
+        doc: {
+          operationId: "getChannel",
+          summary: "Read a channel",
+          description: "Archived channels included: reading is not managing. Another tenant's channel is not found.",
+          tag: "admin",
+          parameters: [CHANNEL_ID],
+          responses: { 200: { description: "The channel.", json: "GetChannelResponse" } },
+          errors: [...ADMIN, "channel_not_found"],
+        },
+        handle: ({ request, params }, ctx) => getChannelRoute(request, params.channel_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "PATCH",
+        path: CHANNEL,
+        auth: "admin",
+        cors: ADMIN_CORS,
+        body: patchChannelBodySchema,
+        rateLimited: true,
+        doc: {
+          operationId: "updateChannel",
+          summary: "Change a channel's settings",
+          description: "Only the fields sent change; unknown fields are a 422. Recorded in the audit trail, refusals included.",
+          tag: "admin",
+          parameters: [CHANNEL_ID],
+          body: { component: "UpdateChannelRequest", required: true },
+          responses: {
+            200: { description: "The channel as it is now, and its signing secret when signatures were just turned on.", json: "UpdateChannelResponse" },
+          },
+          errors: [...ADMIN, ...JSON_BODY, "channel_not_found", "channel_archived"],
+        },
+        handle: ({ request, params }, ctx) => updateChannelRoute(request, params.channel_id, ctx, authenticate),
+      }),
+      defineRoute({
         method: "POST",
-        path: ROTATE_SECRET_PATH,
-        handle: (request, params, ctx) => rotateSigningSecretRoute(request, params.channel_id as string, ctx, authenticate),
-      },
-      { method: "OPTIONS", path: AUDIT_PATH, handle: allow("GET, OPTIONS") },
-      { method: "GET", path: AUDIT_PATH, handle: (request, _params, ctx) => auditRoute(request, ctx, authenticate) },
+        path: `${CHANNEL}/rotate-key` as const,
+        auth: "admin",
+        cors: ADMIN_CORS,
+        rateLimited: true,
+        doc: {
+          operationId: "rotateChannelKey",
+          summary: "Rotate a channel's key",
+          description: "Revokes the key and creates one with the same prefix and environment. No body.",
+          tag: "admin",
+          parameters: [CHANNEL_ID],
+          responses: { 200: { description: "The new key, shown once.", json: "RotateKeyResponse" } },
+          errors: [...ADMIN, "channel_not_found", "channel_archived"],
+        },
+        handle: ({ request, params }, ctx) => rotateKeyRoute(request, params.channel_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CHANNEL}/rotate-signing-secret` as const,
+        auth: "admin",
+        cors: ADMIN_CORS,
+        rateLimited: true,
+        doc: {
+          operationId: "rotateChannelSigningSecret",
+          summary: "Rotate a channel's signing secret",
+          description: "The previous secret is invalidated at once. No body.",
+          tag: "admin",
+          parameters: [CHANNEL_ID],
+          responses: { 200: { description: "The new secret, shown once.", json: "RotateSigningSecretResponse" } },
+          errors: [...ADMIN, "channel_not_found", "channel_archived"],
+        },
+        handle: ({ request, params }, ctx) => rotateSigningSecretRoute(request, params.channel_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "GET",
+        path: "/api/v1/audit",
+        auth: "admin",
+        cors: ADMIN_CORS,
+        query: auditRouteQuerySchema,
+        rateLimited: true,
+        doc: {
+          operationId: "listAuditEvents",
+          summary: "Read the audit trail",
+          description: "The tenant's admin operations, newest first, refused ones included. Any other query parameter is a 422.",
+          tag: "admin",
+          responses: { 200: { description: "A page of the trail.", json: "AuditPage" } },
+          errors: [...ADMIN, "validation_error"],
+        },
+        handle: (call, ctx) => auditRoute(call, ctx, authenticate),
+      }),
     ],
   };
 }

@@ -158,11 +158,11 @@ export const patchChannelBodySchema = z.strictObject(
   notAnObject("the body must be a JSON object"),
 );
 
-/** Query of `GET /api/v1/audit`. */
+/** Query of `GET /api/v1/audit`: any other parameter is a 422. */
 export const auditRouteQuerySchema = z.strictObject({
-  channel_id: z.string().min(1, "channel_id must not be empty").optional(),
-  limit: integerParam("limit", 1, 200, 50),
-  cursor: z.string().min(1, "cursor must not be empty").optional(),
+  channel_id: z.string().min(1, "channel_id must not be empty").optional().meta({ description: "Only this channel's events." }),
+  limit: integerParam("limit", 1, 200, 50, "Events per page, 1 to 200."),
+  cursor: z.string().min(1, "cursor must not be empty").optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 
 /** A channel as the admin routes show it (`channelView`): never the key, never the signing secret. */

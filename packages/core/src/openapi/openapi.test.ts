@@ -1,22 +1,27 @@
-import { readFileSync } from "node:fs";
-import { OpenApiConformance } from "@channelkit/testkit";
+import { coreOpenApiDocument, OpenApiConformance } from "@channelkit/testkit";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { adminApi } from "../admin/plugin.js";
 import { signRequestBody } from "../auth/signature.js";
+import { apiChannel } from "../channels/api/plugin.js";
+import { webhookChannel } from "../channels/webhook/plugin.js";
+import { widgetChannel } from "../channels/widget/plugin.js";
 import { demoFlows } from "../flows/demo.js";
 import { ERROR_CODES } from "../http/errors.js";
 import { liveChatWebhookBridge } from "../livechat/bridge/plugin.js";
 import { liveChatInbox } from "../livechat/inbox/plugin.js";
+import type { ChannelPlugin } from "../plugin/plugin.js";
+import { defineRoute } from "../plugin/route.js";
 import { createChannelService } from "../service.js";
 import { memoryStorage } from "../storage/memory.js";
-import { openApiDocument, routeKey } from "./document.js";
-import { OPENAPI_PATH, OPERATIONS } from "./operations.js";
+import { type OpenApiDocument, openApiDocument, routeKey } from "./document.js";
+import { OPENAPI_PATH, openApiPlugin } from "./route.js";
 
 const quiet = { warn() {}, error() {} };
-const CHECKED_IN = new URL("../../../../docs/openapi.json", import.meta.url);
+const ADMIN_SECRET = "an-admin-secret-of-at-least-32-characters";
 
 /** A service with the plugins of channelkit's own routes, and what it mounts. */
 async function serviceWith(livechat: "inbox" | "bridge", options: { basePath?: string; openapi?: boolean } = {}) {
@@ -24,17 +29,23 @@ async function serviceWith(livechat: "inbox" | "bridge", options: { basePath?: s
     storage: memoryStorage(),
     flows: demoFlows,
     logger: quiet,
-    plugins: [adminApi({ secret: "an-admin-secret-of-at-least-32-characters" })],
+    plugins: [adminApi({ secret: ADMIN_SECRET })],
     livechat:
       livechat === "inbox"
-        ? liveChatInbox({ secret: "an-admin-secret-of-at-least-32-characters" })
+        ? liveChatInbox({ secret: ADMIN_SECRET })
         : liveChatWebhookBridge({ url: "http://desk.test/", secret: "a-bridge-secret-0123456789" }),
     ...options,
   });
 }
 
+/** The operations of a document, as `METHOD /path/{name}`. */
+function operationKeys(document: OpenApiDocument): string[] {
+  return Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => routeKey(method, path)));
+}
+
+/** The document of every route of @channelkit/core and its plugins (docs/openapi.json but the widget's script, checked in test/openapi.test.ts). */
 describe("the OpenAPI document", () => {
-  const document = openApiDocument();
+  const document = coreOpenApiDocument();
 
   it("is a valid OpenAPI 3.1 document (@seriousme/openapi-schema-validator, against the OpenAPI 3.1 schema)", async () => {
     const validator = new Validator();
@@ -65,33 +76,27 @@ describe("the OpenAPI document", () => {
     for (const pointer of pointers) expect(ajv.getSchema(`openapi.json${pointer}`), pointer).toBeTypeOf("function");
   });
 
-  it("is what docs/openapi.json holds", () => {
-    const file = JSON.parse(readFileSync(CHECKED_IN, "utf8")) as unknown;
-    expect(file, "docs/openapi.json is stale: run `npm run openapi` and commit docs/openapi.json").toEqual(JSON.parse(JSON.stringify(document)));
-  });
-
-  it("describes every route channelkit mounts, and no other", async () => {
-    const described = new Set(OPERATIONS.map((operation) => routeKey(operation.method, operation.path)));
+  it("describes every route a service of channelkit's plugins mounts, its derived preflights included, and no other", async () => {
+    const described = new Set(operationKeys(document));
     const mounted = new Set<string>();
     for (const livechat of ["inbox", "bridge"] as const) {
       const service = await serviceWith(livechat);
       for (const route of service.routes) mounted.add(routeKey(route.method, route.path));
       await service.close();
     }
-    // Mounted by @channelkit/widget's widgetAsset(), checked by its own tests.
-    const widgetScript = ["GET /public/widget/widget.js", "HEAD /public/widget/widget.js"];
     expect(
       [...mounted].filter((route) => !described.has(route)),
       "routes the document lacks",
     ).toEqual([]);
     expect(
-      [...described].filter((route) => !mounted.has(route) && !widgetScript.includes(route)),
+      [...described].filter((route) => !mounted.has(route)),
       "operations of no route",
     ).toEqual([]);
   });
 
   it("names each operation once", () => {
-    const ids = OPERATIONS.map((operation) => operation.operationId);
+    const ids = Object.values(document.paths).flatMap((item) => Object.values(item).map((operation) => (operation as { operationId: string }).operationId));
+    expect(ids.length).toBeGreaterThan(40);
     expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
   });
 
@@ -124,7 +129,7 @@ describe("answers the fuzzer found the document wrong about", () => {
       expect(page.events.map((event: { channel_id: string }) => event.channel_id)).toContain("not-a-uuid");
       const ajv = new Ajv2020({ strict: false, allErrors: true, discriminator: true });
       addFormats(ajv);
-      ajv.addSchema(openApiDocument(), "openapi.json");
+      ajv.addSchema(coreOpenApiDocument(), "openapi.json");
       const validate = ajv.getSchema("openapi.json#/paths/~1api~1v1~1audit/get/responses/200/content/application~1json/schema");
       expect(validate?.(page), ajv.errorsText(validate?.errors)).toBe(true);
     } finally {
@@ -185,12 +190,12 @@ describe("GET /public/v1/openapi.json", () => {
       expect(response.status).toBe(200);
       expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
       expect(response.headers.get("access-control-allow-origin")).toBe("https://app.test");
-      const served = (await response.json()) as ReturnType<typeof openApiDocument>;
-      expect(served).toEqual(
-        JSON.parse(
-          JSON.stringify(openApiDocument({ routes: service.routes.map((route) => ({ ...route, path: route.path.slice("/chat".length) })), basePath: "/chat" })),
-        ),
-      );
+      const served = (await response.json()) as OpenApiDocument;
+      // The plugins in the order the service mounts them: its channels, its live chat, its plugins, the document's route.
+      const plugins = [apiChannel(), webhookChannel(), widgetChannel(), liveChatInbox(), adminApi(), openApiPlugin(() => served)];
+      expect(served).toEqual(JSON.parse(JSON.stringify(openApiDocument({ plugins, basePath: "/chat" }))));
+      // Each route of the service is an operation of it, and each operation a route.
+      expect(operationKeys(served).sort()).toEqual(service.routes.map((route) => routeKey(route.method, route.path.slice("/chat".length))).sort());
       expect(served.servers).toEqual([{ url: "/chat", description: "The service's basePath" }]);
       expect(Object.keys(served.paths)).toContain("/api/v1/livechat/feed");
       expect(Object.keys(served.paths)).not.toContain("/api/v1/livechat/bridge/events");
@@ -213,5 +218,131 @@ describe("GET /public/v1/openapi.json", () => {
     } finally {
       await service.close();
     }
+  });
+});
+
+describe("a plugin's routes in the served document", () => {
+  const echo: ChannelPlugin = {
+    id: "echo",
+    routes: [
+      defineRoute({
+        method: "GET",
+        path: "/echo/:name" as const,
+        auth: { schemes: { echoToken: { type: "apiKey", in: "header", name: "X-Echo-Token" } } },
+        cors: { headers: ["X-Echo-Token"] },
+        query: z.object({ loud: z.enum(["yes", "no"]).optional().meta({ description: "Whether to shout." }) }),
+        doc: {
+          operationId: "echoName",
+          summary: "Echo a name",
+          tag: { name: "Echo", description: "A plugin's own routes." },
+          parameters: [{ name: "name", in: "path", required: true, description: "What to echo." }],
+          responses: { 200: { description: "The name.", json: z.object({ name: z.string() }) } },
+          errors: ["validation_error"],
+        },
+        handle: (call) => Response.json({ name: call.query().loud === "yes" ? call.params.name.toUpperCase() : call.params.name }),
+      }),
+    ],
+  };
+
+  it("describes it at GET /public/v1/openapi.json, marked with its plugin, with its tag, scheme, query, answer and preflight, and answers as it says", async () => {
+    const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: quiet, plugins: [echo] });
+    try {
+      const served = (await (await service.handler(new Request(`http://host.test${OPENAPI_PATH}`))).json()) as OpenApiDocument;
+      const item = served.paths["/echo/{name}"] as Record<string, Record<string, any>>;
+      expect(Object.keys(item)).toEqual(["options", "get"]);
+      expect(item.get?.operationId).toBe("echoName");
+      expect(item.get?.["x-channelkit-plugin"]).toBe("echo");
+      expect(item.get?.tags).toEqual(["Echo"]);
+      expect(item.get?.security).toEqual([{ echoToken: [] }]);
+      expect(
+        item.get?.parameters.map((parameter: { name: string; in: string; description: string }) => [parameter.name, parameter.in, parameter.description]),
+      ).toEqual([
+        ["name", "path", "What to echo."],
+        ["loud", "query", "Whether to shout."],
+      ]);
+      expect(item.options?.operationId).toBe("preflightEchoName");
+      expect(item.options?.["x-channelkit-plugin"]).toBe("echo");
+      expect(served.tags).toContainEqual({ name: "Echo", description: "A plugin's own routes." });
+      expect(served.components.securitySchemes.echoToken).toEqual({ type: "apiKey", in: "header", name: "X-Echo-Token" });
+      // Not a route of the document of channelkit's own.
+      expect(coreOpenApiDocument().paths["/echo/{name}"]).toBeUndefined();
+
+      const checker = new OpenApiConformance(served);
+      const violations: string[] = [];
+      const check = async (method: string, path: string, init: RequestInit = {}) => {
+        const response = await service.handler(new Request(`http://host.test${path}`, { method, ...init }));
+        await checker.inspect(method, path, response.clone(), (violation) => violations.push(violation));
+        return response;
+      };
+      expect(await (await check("GET", "/echo/ada?loud=yes")).json()).toEqual({ name: "ADA" });
+      expect((await check("GET", "/echo/ada?loud=maybe")).status).toBe(422);
+      const preflight = await check("OPTIONS", "/echo/ada", { headers: { origin: "https://app.test", "access-control-request-method": "GET" } });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get("access-control-allow-methods")).toBe("GET, OPTIONS");
+      expect(preflight.headers.get("access-control-allow-headers")).toBe("X-Echo-Token");
+      expect(violations).toEqual([]);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe("the preflights derived from the routes' cors", () => {
+  /** What each path's OPTIONS answered when the plugins wrote their preflights by hand: methods, then headers. */
+  const ANSWERED: Record<string, [string, string]> = {
+    "/public/v1/api/execute": ["POST, OPTIONS", "Authorization, Content-Type"],
+    "/public/v1/api/conversations/x/messages": ["GET, OPTIONS", "Authorization, Content-Type"],
+    "/public/v1/api/conversations/x/events": ["GET, OPTIONS", "Authorization, Content-Type, Last-Event-ID"],
+    "/public/v1/api/conversations/x/livechat/cancel": ["POST, OPTIONS", "Authorization, Content-Type, X-Service-Signature"],
+    "/public/v1/api/conversations/x/stream": ["GET, OPTIONS", "Authorization, Content-Type"],
+    "/public/v1/api/conversations/x/cancel": ["POST, OPTIONS", "Authorization, Content-Type, X-Service-Signature"],
+    "/public/widget/config": ["GET, OPTIONS", "Authorization, Content-Type"],
+    "/public/widget/chat": ["POST, OPTIONS", "Authorization, Content-Type, X-Service-Signature"],
+    "/public/widget/chat/x/stream": ["GET, OPTIONS", "Authorization, Content-Type"],
+    "/public/widget/chat/x/cancel": ["POST, OPTIONS", "Authorization, Content-Type, X-Service-Signature"],
+    "/channels/webhook/x/startConversation": ["POST, OPTIONS", "Content-Type, X-Service-Signature"],
+    "/channels/webhook/x/newMessage": ["POST, OPTIONS", "Content-Type, X-Service-Signature, Idempotency-Key"],
+    "/api/v1/channels/x": ["GET, PATCH, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
+    "/api/v1/channels/x/rotate-key": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
+    "/api/v1/channels/x/rotate-signing-secret": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
+    "/api/v1/audit": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
+    "/api/v1/livechat/conversations": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],
+    "/api/v1/livechat/conversations/x": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],
+    "/api/v1/livechat/conversations/x/accept": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],
+    "/api/v1/livechat/conversations/x/messages": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],
+    "/api/v1/livechat/conversations/x/close": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],
+    "/api/v1/livechat/feed": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],
+  };
+
+  it("answer each path as its hand-written preflight did, as the document says, and no path else has one", async () => {
+    const checker = new OpenApiConformance();
+    const violations: string[] = [];
+    for (const livechat of ["inbox", "bridge"] as const) {
+      const service = await serviceWith(livechat);
+      try {
+        const preflighted = service.routes.filter((route) => route.method === "OPTIONS").map((route) => route.path.replace(/:[^/]+/g, "x"));
+        const expected = Object.keys(ANSWERED).filter((path) => livechat === "inbox" || !path.startsWith("/api/v1/livechat/"));
+        expect(preflighted.sort()).toEqual(expected.sort());
+        for (const path of expected) {
+          const [methods, headers] = ANSWERED[path] as [string, string];
+          const response = await service.handler(
+            new Request(`http://host.test${path}`, { method: "OPTIONS", headers: { origin: "https://app.test", "access-control-request-method": "POST" } }),
+          );
+          await checker.inspect("OPTIONS", path, response.clone(), (violation) => violations.push(violation));
+          expect(response.status, path).toBe(204);
+          expect(response.headers.get("access-control-allow-methods"), path).toBe(methods);
+          expect(response.headers.get("access-control-allow-headers"), path).toBe(headers);
+          expect(response.headers.get("access-control-max-age"), path).toBe("600");
+          expect(response.headers.get("access-control-allow-origin"), path).toBe("https://app.test");
+          expect(response.headers.get("access-control-allow-credentials"), path).toBeNull();
+        }
+        // The bridge's receiver is a server: no preflight.
+        const bridge = await service.handler(new Request("http://host.test/api/v1/livechat/bridge/events", { method: "OPTIONS" }));
+        expect(bridge.status).toBe(livechat === "bridge" ? 405 : 404);
+      } finally {
+        await service.close();
+      }
+    }
+    expect(violations).toEqual([]);
   });
 });

@@ -1,29 +1,78 @@
-import type { ServiceContext } from "../../context.js";
-import { preflight } from "../../http/cors.js";
-import type { Route } from "../../http/router.js";
+import type { ChannelPlugin } from "../../plugin/plugin.js";
+import { defineRoute } from "../../plugin/route.js";
+import type { ParameterSpec } from "../../openapi/spec.js";
+import { IDEMPOTENCY, IDEMPOTENCY_KEY_HEADER, JSON_BODY, SIGNATURE, SIGNATURE_HEADER } from "../../openapi/common.js";
 import { newMessage } from "./new-message.js";
+import { newMessageSchema, startConversationSchema } from "./schemas.js";
 import { startConversation } from "./start-conversation.js";
 
-const START_PATH = "/channels/webhook/:client_id/startConversation";
-const MESSAGE_PATH = "/channels/webhook/:client_id/newMessage";
+const CHANNEL = "/channels/webhook/:client_id" as const;
 /** A signed call from a browser sends the signature header too. */
-const WEBHOOK_HEADERS = "Content-Type, X-Service-Signature";
-/** `newMessage` takes an `Idempotency-Key` too. */
-const MESSAGE_HEADERS = `${WEBHOOK_HEADERS}, Idempotency-Key`;
+const WEBHOOK_HEADERS = ["Content-Type", "X-Service-Signature"];
+const CLIENT_ID: ParameterSpec = {
+  name: "client_id",
+  in: "path",
+  required: true,
+  description: "The webhook channel's `client_id` (the channel view shows it).",
+};
+/** What both routes may answer before their own: the channel, its state, the body, the signature. */
+const CHECKS = ["channel_not_found", "channel_archived", "channel_inactive", "rate_limited", "runtime_error", ...JSON_BODY, ...SIGNATURE];
 
 /**
  * The webhook channel: any HTTP client talks to a channel's flow through two routes scoped
  * by the channel's unguessable `client_id`, with no key (a signature when the channel
  * requires one). Built in, like the API channel.
  */
-export function webhookChannel(): { name: string; routes: Route<ServiceContext>[] } {
+export function webhookChannel(): ChannelPlugin {
   return {
-    name: "webhook-channel",
+    id: "webhook",
     routes: [
-      { method: "OPTIONS", path: START_PATH, handle: () => preflight("POST, OPTIONS", WEBHOOK_HEADERS) },
-      { method: "POST", path: START_PATH, handle: (request, params, ctx) => startConversation(request, params.client_id as string, ctx) },
-      { method: "OPTIONS", path: MESSAGE_PATH, handle: () => preflight("POST, OPTIONS", MESSAGE_HEADERS) },
-      { method: "POST", path: MESSAGE_PATH, handle: (request, params, ctx) => newMessage(request, params.client_id as string, ctx) },
+      defineRoute({
+        method: "POST",
+        path: `${CHANNEL}/startConversation` as const,
+        auth: "none",
+        cors: { headers: WEBHOOK_HEADERS },
+        body: startConversationSchema,
+        rateLimited: true,
+        doc: {
+          operationId: "startWebhookConversation",
+          summary: "Start a conversation",
+          description:
+            "Opens a conversation in one of the channel's languages and runs the flow's greeting. Checks: the channel, the media type and size, the signature when required, the body.",
+          tag: "webhook",
+          parameters: [CLIENT_ID, SIGNATURE_HEADER],
+          body: { component: "StartConversationRequest", required: true },
+          responses: { 200: { description: "The conversation record and the events of the greeting.", json: "StartConversationResponse" } },
+          errors: [...CHECKS, "flow_unavailable"],
+        },
+        handle: ({ request, params }, ctx) => startConversation(request, params.client_id, ctx),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CHANNEL}/newMessage` as const,
+        auth: "none",
+        // `newMessage` takes an `Idempotency-Key` too.
+        cors: { headers: [...WEBHOOK_HEADERS, "Idempotency-Key"] },
+        body: newMessageSchema,
+        rateLimited: true,
+        doc: {
+          operationId: "sendWebhookMessage",
+          summary: "Send a message",
+          description: "Runs the flow on the user's input in a conversation of this channel; runs of one conversation take turns.",
+          tag: "webhook",
+          parameters: [CLIENT_ID, SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER],
+          body: { component: "NewMessageRequest", required: true },
+          responses: {
+            200: {
+              description: "The events the message produced (with an `Idempotency-Key` already answered, that answer again).",
+              json: "NewMessageResponse",
+              optionalHeaders: ["Idempotent-Replayed"],
+            },
+          },
+          errors: [...CHECKS, "conversation_not_found", ...IDEMPOTENCY, "conversation_busy", "flow_unavailable"],
+        },
+        handle: ({ request, params }, ctx) => newMessage(request, params.client_id, ctx),
+      }),
     ],
   };
 }

@@ -8,7 +8,8 @@ export const widgetConfigQuerySchema = z.object({
   locale: z
     .string()
     .regex(/^[a-z]{2}_[A-Z]{2}$/, "locale must be a code of the form xx_XX, e.g. en_US")
-    .optional(),
+    .optional()
+    .meta({ description: "A language of the channel, `xx_XX`." }),
 });
 
 const metadata = metadataSchema;

@@ -1,8 +1,10 @@
 import type { Logger } from "../../context.js";
+import { JSON_BODY } from "../../openapi/common.js";
+import { defineRoute } from "../../plugin/route.js";
 import type { LiveChatConversation, LiveChatProvider } from "../provider.js";
 import { Deliveries, type RetryPolicy } from "./deliveries.js";
 import { bridgeEventRoute } from "./inbound.js";
-import { bridgeOptionsSchema } from "./schemas.js";
+import { bridgeEventSchema, bridgeOptionsSchema } from "./schemas.js";
 
 /** Options of {@link liveChatWebhookBridge}. */
 export interface LiveChatWebhookBridgeOptions {
@@ -66,7 +68,7 @@ export function liveChatWebhookBridge(options: LiveChatWebhookBridgeOptions): Li
       ...extra,
     });
   return {
-    name: "livechat-webhook-bridge",
+    id: "livechat-bridge",
     init(ctx) {
       logger = ctx.logger;
     },
@@ -74,6 +76,36 @@ export function liveChatWebhookBridge(options: LiveChatWebhookBridgeOptions): Li
     handover: (event) => send(event, "handover", { transcript: event.transcript }),
     userMessage: (event) => send(event, "user_message", { message: event.message }),
     cancelled: (event) => send(event, "cancelled"),
-    routes: [{ method: "POST", path: BRIDGE_EVENTS_PATH, handle: (request, _params, ctx) => bridgeEventRoute(request, ctx, options.secret) }],
+    routes: [
+      // The help desk's receiver is a server: no browser calls it, so no preflight.
+      defineRoute({
+        method: "POST",
+        path: BRIDGE_EVENTS_PATH,
+        auth: "bridge",
+        body: bridgeEventSchema,
+        // A wrong signature counts as a failed authentication: its answer carries the RateLimit fields.
+        rateLimited: true,
+        doc: {
+          operationId: "postBridgeEvent",
+          summary: "Report the human side's event",
+          description:
+            "What the help desk's receiver sends back: an agent joined, wrote, closed, or nobody is available. The signature is checked on the raw body first.",
+          tag: "bridge",
+          body: { component: "BridgeEvent", required: true },
+          responses: { 200: { description: "The conversation's live chat as it is now, or `{ message }` for a message.", json: "BridgeEventResponse" } },
+          errors: [
+            "signature_required",
+            "invalid_signature",
+            "signature_expired",
+            ...JSON_BODY,
+            "conversation_not_found",
+            "livechat_conflict",
+            "rate_limited",
+            "runtime_error",
+          ],
+        },
+        handle: ({ request }, ctx) => bridgeEventRoute(request, ctx, options.secret),
+      }),
+    ],
   };
 }

@@ -1,17 +1,18 @@
 import { type AdminAuthOptions, adminAuthenticator } from "../../auth/admin-token.js";
 import type { AdminAuthenticate } from "../../admin/request.js";
-import { preflight } from "../../http/cors.js";
-import { toResponse } from "../../http/reply.js";
+import { ADMIN, CONVERSATION_ID, HOP_BY_HOP, JSON_BODY, STREAMED } from "../../openapi/common.js";
+import { defineRoute } from "../../plugin/route.js";
 import type { LiveChatProvider } from "../provider.js";
+import { agentMessageSchema } from "../schemas.js";
 import { feedRoute } from "./feed.js";
 import { acceptRoute, closeRoute, listRoute, sendRoute, showRoute } from "./routes.js";
+import { inboxConversationQuerySchema, inboxListQuerySchema } from "./schemas.js";
 
 const BASE = "/api/v1/livechat";
-const CONVERSATIONS = `${BASE}/conversations`;
-const CONVERSATION = `${CONVERSATIONS}/:conversation_id`;
+const CONVERSATIONS = `${BASE}/conversations` as const;
+const CONVERSATION = `${CONVERSATIONS}/:conversation_id` as const;
 /** An agent console in a browser sends the admin token and the tenant. */
-const HEADERS = "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID";
-const allow = (methods: string) => () => toResponse(preflight(methods, HEADERS));
+const INBOX_CORS = { headers: ["Authorization", "Content-Type", "X-Tenant-ID", "Last-Event-ID"] };
 
 /**
  * The built-in live-chat provider: a queue per tenant that its agents work through HTTP
@@ -36,25 +37,119 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
   let authenticate: AdminAuthenticate = () => {
     throw new Error("channelkit: liveChatInbox() was not started: pass it as createChannelService({ livechat: liveChatInbox(...) })");
   };
-  const id = (params: Record<string, string>) => params.conversation_id as string;
   return {
-    name: "livechat-inbox",
+    id: "livechat-inbox",
     init(ctx) {
       authenticate = adminAuthenticator(options, ctx.production, ctx.logger);
     },
     routes: [
-      { method: "OPTIONS", path: CONVERSATIONS, handle: allow("GET, OPTIONS") },
-      { method: "GET", path: CONVERSATIONS, handle: (request, _params, ctx) => listRoute(request, ctx, authenticate) },
-      { method: "OPTIONS", path: CONVERSATION, handle: allow("GET, OPTIONS") },
-      { method: "GET", path: CONVERSATION, handle: (request, params, ctx) => showRoute(request, id(params), ctx, authenticate) },
-      { method: "OPTIONS", path: `${CONVERSATION}/accept`, handle: allow("POST, OPTIONS") },
-      { method: "POST", path: `${CONVERSATION}/accept`, handle: (request, params, ctx) => acceptRoute(request, id(params), ctx, authenticate) },
-      { method: "OPTIONS", path: `${CONVERSATION}/messages`, handle: allow("POST, OPTIONS") },
-      { method: "POST", path: `${CONVERSATION}/messages`, handle: (request, params, ctx) => sendRoute(request, id(params), ctx, authenticate) },
-      { method: "OPTIONS", path: `${CONVERSATION}/close`, handle: allow("POST, OPTIONS") },
-      { method: "POST", path: `${CONVERSATION}/close`, handle: (request, params, ctx) => closeRoute(request, id(params), ctx, authenticate) },
-      { method: "OPTIONS", path: `${BASE}/feed`, handle: allow("GET, OPTIONS") },
-      { method: "GET", path: `${BASE}/feed`, handle: (request, _params, ctx) => feedRoute(request, ctx, authenticate) },
+      defineRoute({
+        method: "GET",
+        path: CONVERSATIONS,
+        auth: "admin",
+        cors: INBOX_CORS,
+        query: inboxListQuerySchema,
+        rateLimited: true,
+        doc: {
+          operationId: "listLiveChats",
+          summary: "List the live chats",
+          description: "The tenant's waiting and active live chats, longest waiting first. Any other query parameter is a 422.",
+          tag: "inbox",
+          responses: { 200: { description: "The live chats.", json: "InboxList" } },
+          errors: [...ADMIN, "validation_error"],
+        },
+        handle: (call, ctx) => listRoute(call, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "GET",
+        path: CONVERSATION,
+        auth: "admin",
+        cors: INBOX_CORS,
+        query: inboxConversationQuerySchema,
+        rateLimited: true,
+        doc: {
+          operationId: "getLiveChat",
+          summary: "Read a live chat",
+          description: "One conversation of the tenant, with its recent messages.",
+          tag: "inbox",
+          parameters: [CONVERSATION_ID],
+          responses: { 200: { description: "The conversation and its recent messages.", json: "InboxConversationResponse" } },
+          errors: [...ADMIN, "validation_error", "conversation_not_found"],
+        },
+        handle: (call, ctx) => showRoute(call, call.params.conversation_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CONVERSATION}/accept` as const,
+        auth: "admin",
+        cors: INBOX_CORS,
+        rateLimited: true,
+        doc: {
+          operationId: "acceptLiveChat",
+          summary: "Accept a waiting live chat",
+          description: "The agent takes the conversation (`livechat_active`). The body may be left out.",
+          tag: "inbox",
+          parameters: [CONVERSATION_ID],
+          body: { component: "AcceptRequest", required: false },
+          responses: { 200: { description: "The conversation as it is now.", json: "InboxConversationOnly" } },
+          errors: [...ADMIN, ...JSON_BODY, "conversation_not_found", "livechat_conflict"],
+        },
+        handle: ({ request, params }, ctx) => acceptRoute(request, params.conversation_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CONVERSATION}/messages` as const,
+        auth: "admin",
+        cors: INBOX_CORS,
+        body: agentMessageSchema,
+        rateLimited: true,
+        doc: {
+          operationId: "sendLiveChatMessage",
+          summary: "Write to the user",
+          description: "Stored with the next turn index while the live chat waits or is active; a `livechat_message_id` already stored is not stored twice.",
+          tag: "inbox",
+          parameters: [CONVERSATION_ID],
+          body: { component: "AgentMessageRequest", required: true },
+          responses: { 200: { description: "The message as stored.", json: "AgentMessageResponse" } },
+          errors: [...ADMIN, ...JSON_BODY, "conversation_not_found", "livechat_conflict"],
+        },
+        handle: ({ request, params }, ctx) => sendRoute(request, params.conversation_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "POST",
+        path: `${CONVERSATION}/close` as const,
+        auth: "admin",
+        cors: INBOX_CORS,
+        rateLimited: true,
+        doc: {
+          operationId: "closeLiveChat",
+          summary: "Close a live chat",
+          description: "The agent ends the live chat (`livechat_closed`); the bot takes the next message. No body.",
+          tag: "inbox",
+          parameters: [CONVERSATION_ID],
+          responses: { 200: { description: "The conversation as it is now.", json: "InboxConversationOnly" } },
+          errors: [...ADMIN, "conversation_not_found", "livechat_conflict"],
+        },
+        handle: ({ request, params }, ctx) => closeRoute(request, params.conversation_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "GET",
+        path: `${BASE}/feed`,
+        auth: "admin",
+        cors: INBOX_CORS,
+        rateLimited: true,
+        doc: {
+          operationId: "liveChatFeed",
+          summary: "Follow the tenant's live chats",
+          description: "Server-sent events from every instance, until the client leaves (a comment every 15 s keeps it open).",
+          tag: "inbox",
+          responses: {
+            200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"], optionalHeaders: HOP_BY_HOP },
+          },
+          errors: [...ADMIN, ...STREAMED],
+        },
+        handle: ({ request }, ctx) => feedRoute(request, ctx, authenticate),
+      }),
     ],
   };
 }

@@ -1,3 +1,4 @@
+import type { z } from "zod";
 import { adminRequest, type AdminAuthenticate } from "../../admin/request.js";
 import type { ServiceContext } from "../../context.js";
 import { messageView } from "../../conversations/message-view.js";
@@ -5,11 +6,15 @@ import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.
 import { ServiceError } from "../../http/errors.js";
 import { jsonResponse } from "../../http/respond.js";
 import { validate } from "../../http/validate.js";
+import type { RouteCall } from "../../plugin/route.js";
 import type { RouteRequest } from "../../plugins.js";
 import type { ChannelRecord, ConversationMode, ConversationRecord } from "../../storage/types.js";
 import { agentMessageSchema } from "../schemas.js";
-import { acceptBodySchema, inboxConversationQuerySchema, inboxListQuerySchema } from "./schemas.js";
+import { acceptBodySchema, type inboxConversationQuerySchema, type inboxListQuerySchema } from "./schemas.js";
 import { inboxConversationView } from "./views.js";
+
+type InboxListQuery = z.output<typeof inboxListQuerySchema>;
+type InboxConversationQuery = z.output<typeof inboxConversationQuerySchema>;
 
 const LISTED: Record<"waiting" | "active" | "all", ConversationMode[]> = {
   waiting: ["livechat_waiting"],
@@ -18,9 +23,10 @@ const LISTED: Record<"waiting" | "active" | "all", ConversationMode[]> = {
 };
 
 /** `GET /api/v1/livechat/conversations?mode=waiting|active|all&limit=`: the tenant's live chats, longest waiting first. */
-export async function listRoute(request: RouteRequest, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
-  const { caller } = await adminRequest(request, ctx, authenticate);
-  const query = validate(inboxListQuerySchema, queryOf(request));
+export async function listRoute(call: RouteCall<string, InboxListQuery>, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
+  const { caller } = await adminRequest(call.request, ctx, authenticate);
+  // The route's strict schema: a parameter it does not know is a 422.
+  const query = call.query();
   const stored = await ctx.storage.listLiveChatConversations({ tenantId: caller.tenantId, modes: LISTED[query.mode], limit: query.limit });
   const channels = channelsOf(ctx);
   const conversations = [];
@@ -33,9 +39,14 @@ export async function listRoute(request: RouteRequest, ctx: ServiceContext, auth
 }
 
 /** `GET /api/v1/livechat/conversations/{id}?limit=`: one conversation of the tenant with its recent messages. */
-export async function showRoute(request: RouteRequest, conversationId: string, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {
-  const { caller } = await adminRequest(request, ctx, authenticate);
-  const query = validate(inboxConversationQuerySchema, queryOf(request));
+export async function showRoute(
+  call: RouteCall<string, InboxConversationQuery>,
+  conversationId: string,
+  ctx: ServiceContext,
+  authenticate: AdminAuthenticate,
+): Promise<Response> {
+  const { caller } = await adminRequest(call.request, ctx, authenticate);
+  const query = call.query();
   const conversation = await tenantConversation(ctx, caller.tenantId, conversationId);
   const messages = await ctx.storage.listRecentMessages(conversation.id, query.limit);
   const channel = await ctx.storage.findChannel(conversation.channelId);
@@ -94,10 +105,6 @@ export function channelsOf(ctx: ServiceContext): (id: string) => Promise<Channel
     }
     return channel;
   };
-}
-
-function queryOf(request: RouteRequest): Record<string, string> {
-  return Object.fromEntries(new URL(request.url).searchParams);
 }
 
 /** A JSON body that may be left out (`{}` then); when sent, it is JSON. */

@@ -5,13 +5,16 @@ import { liveChatViewSchema, livechatConversationIdSchema } from "../schemas.js"
 
 /** Which live chats `GET /api/v1/livechat/conversations` lists. */
 export const inboxListQuerySchema = z.strictObject({
-  mode: z.enum(["waiting", "active", "all"], "mode must be waiting, active or all").default("all"),
-  limit: integerParam("limit", 1, 200, 50),
+  mode: z
+    .enum(["waiting", "active", "all"], "mode must be waiting, active or all")
+    .default("all")
+    .meta({ description: "Which live chats: `waiting`, `active` or `all`." }),
+  limit: integerParam("limit", 1, 200, 50, "At most this many, 1 to 200."),
 });
 
 /** `GET /api/v1/livechat/conversations/{id}`: how many of its recent messages come with it. */
 export const inboxConversationQuerySchema = z.strictObject({
-  limit: integerParam("limit", 1, 200, 50),
+  limit: integerParam("limit", 1, 200, 50, "The most recent messages to return, 1 to 200."),
 });
 
 /** Body of the accept route: optional, the id your desk gives this live chat. */
