@@ -96,11 +96,16 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     "resumable-streams": { type: "boolean" },
     languages: { type: "string" },
     name: { type: "string" },
+    settings: { type: "string" },
+    setting: { type: "string", multiple: true },
   });
+  if (values.type === "") throw new UsageError("--type takes a channel type: api, webhook, or one a plugin of the config registers");
   const input = {
     tenantId: required("tenant", values.tenant),
     flow: required("flow", values.flow),
-    type: oneOf("type", values.type, ["api", "webhook"] as const),
+    // api, webhook, or a type of the config's plugins: the admin names the registered ones when it is none of them.
+    type: values.type,
+    settings: settingsValue(values.settings, values.setting),
     environment: oneOf("environment", values.environment, ENVIRONMENTS),
     mode: oneOf("mode", values.mode, ["server", "public"] as const),
     allowedOrigins: values["allowed-origin"],
@@ -131,6 +136,8 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       "run-timeout-seconds": { type: "string" },
       "rate-limits": { type: "string" },
       "resumable-streams": { type: "string" },
+      settings: { type: "string" },
+      setting: { type: "string", multiple: true },
     },
     1,
   );
@@ -148,11 +155,40 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     runTimeoutSeconds: values["run-timeout-seconds"] === undefined ? undefined : integerValue("run-timeout-seconds", values["run-timeout-seconds"], 1, 86_400),
     rateLimits: values["rate-limits"] === undefined ? undefined : rateLimitsValue("rate-limits", values["rate-limits"], channelRateLimitsWireSchema),
     resumableStreams: booleanValue("resumable-streams", values["resumable-streams"]),
+    settings: settingsValue(values.settings, values.setting),
     ...livechat,
   };
   const defined = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
   if (Object.keys(defined).length === 0) throw new UsageError("channel update needs at least one option to change");
   printJson(io, await withAdmin(values, io, (admin) => admin.updateChannel(positionals[0] as string, defined)));
+}
+
+/**
+ * A plugin type's settings: `--settings` (a JSON object), then each `--setting NAME=VALUE` (a
+ * string; the part after the first `=`), which wins over the same field of `--settings`.
+ * Undefined when neither is given. The values, secrets included, are never printed back: the
+ * channel shown names the secrets that are set, not their values.
+ */
+function settingsValue(json: string | undefined, pairs: string[] | undefined): Record<string, unknown> | undefined {
+  let parsed: unknown;
+  try {
+    parsed = json === undefined ? undefined : JSON.parse(json);
+  } catch {
+    parsed = null;
+  }
+  // Unlike the other JSON options', the message does not repeat the value: it may hold a secret.
+  if (parsed !== undefined && (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))) {
+    throw new UsageError(`--settings takes a JSON object, e.g. '{"greeting":"Hello"}'`);
+  }
+  if (parsed === undefined && pairs === undefined) return undefined;
+  const settings: Record<string, unknown> = { ...(parsed as Record<string, unknown> | undefined) };
+  for (const pair of pairs ?? []) {
+    const at = pair.indexOf("=");
+    // The value is not repeated: it may be a secret.
+    if (at <= 0) throw new UsageError("--setting takes NAME=VALUE, e.g. --setting bot_token=123:abc");
+    settings[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return settings;
 }
 
 /**

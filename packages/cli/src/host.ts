@@ -154,8 +154,10 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
       secretKey: config?.secretKey ?? io.env.CHANNELKIT_SECRET_KEY,
       logger: config?.logger ?? { warn: (m) => io.err(logLine(m)), error: (m, ...d) => io.err([logLine(m), ...d.map(String)].join(" ")) },
       // The commands other than serve answer no request: the config's plugins and live chat
-      // (whose start-up may reach other services) are serve's alone.
-      plugins: [],
+      // (whose start-up may reach other services) are serve's alone. Their channel types are
+      // registered all the same, without their routes, hooks or start-up: `channel create
+      // --type telegram` checks its settings as the server would.
+      plugins: channelTypesOf(config?.plugins ?? []),
       livechat: undefined,
     };
     if (serving) {
@@ -176,6 +178,14 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
     await storage.close().catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * The channel types of `plugins`, each as a plugin of its own id holding nothing else: what the
+ * commands other than serve register of the config's plugins.
+ */
+function channelTypesOf(plugins: readonly ChannelPlugin[]): ChannelPlugin[] {
+  return plugins.flatMap((plugin) => (plugin.channelTypes?.length ? [{ id: plugin.id, channelTypes: plugin.channelTypes }] : []));
 }
 
 /** Why a flow is unknown, when the command runs without a config: it knows the demo flows only. */

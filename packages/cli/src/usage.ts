@@ -8,9 +8,10 @@ Commands:
   migrate
   tenant create --name NAME
   tenant list
-  channel create --tenant ID --flow NAME [--type api|webhook] [--environment prod|dev|staging]
+  channel create --tenant ID --flow NAME [--type api|webhook|TYPE] [--environment prod|dev|staging]
                  [--mode server|public] [--allowed-origin ORIGIN]... [--default-stream]
                  [--require-signature] [--resumable-streams] [--languages en_US,fr_FR] [--name NAME]
+                 [--settings JSON] [--setting NAME=VALUE]...
   channel list [--tenant ID]
   channel show ID
   channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
@@ -18,6 +19,7 @@ Commands:
                  [--require-signature true|false] [--flow NAME] [--name NAME]
                  [--languages en_US,fr_FR] [--widget JSON] [--livechat JSON]
                  [--run-timeout-seconds 300] [--rate-limits JSON] [--resumable-streams true|false]
+                 [--settings JSON] [--setting NAME=VALUE]...
   channel rotate-key ID
   channel rotate-signing-secret ID
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
@@ -30,7 +32,7 @@ directory, when there is one: your service's storage, flows and plugins) and
 {"error":{"code","message"}} on stderr (exit code 1; 2 for a bad command line).
 
 Environment:
-  CHANNELKIT_SECRET_KEY        master key sealing signing secrets (openssl rand -hex 32)
+  CHANNELKIT_SECRET_KEY        master key sealing signing secrets and secret settings (openssl rand -hex 32)
   CHANNELKIT_ADMIN_JWT_SECRET  HS256 secret of admin tokens (at least 32 characters)
   CHANNELKIT_ADMIN_JWKS_URL    JWKS of an identity provider whose RS256/ES256 tokens serve accepts
   CHANNELKIT_ADMIN_JWT_ISSUER, CHANNELKIT_ADMIN_JWT_AUDIENCE  accepted iss and aud (comma-separated)`;
