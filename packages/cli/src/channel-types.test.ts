@@ -153,7 +153,7 @@ describe("channelkit channel create/update with a plugin's channel type", () => 
 
     const unknown = await create("--type", "slack");
     expect(unknown.code).toBe(1);
-    expect(JSON.parse(unknown.err[0] as string).error.message).toBe('type: unknown channel type "slack". Registered types: api, webhook, telegram.');
+    expect(JSON.parse(unknown.err[0] as string).error.message).toBe('Unknown channel type "slack". Registered types: api, webhook, telegram.');
 
     const builtIn = await create("--setting", `bot_token=${TOKEN}`);
     expect(builtIn.code).toBe(1);
@@ -174,6 +174,6 @@ describe("channelkit channel create/update with a plugin's channel type", () => 
       demo: true,
     });
     expect(demo.code).toBe(1);
-    expect(JSON.parse(demo.err.at(-1) as string).error.message).toBe('type: unknown channel type "telegram". Registered types: api, webhook.');
+    expect(JSON.parse(demo.err.at(-1) as string).error.message).toBe('Unknown channel type "telegram". Registered types: api, webhook.');
   });
 });

@@ -201,7 +201,7 @@ function channelTypeTests(name: string, open: () => Promise<TestStore>) {
       });
       await expect(service.admin.createChannel({ tenantId, flow: "echo", type: "slack", settings: {} })).rejects.toMatchObject({
         code: "validation_error",
-        message: 'type: unknown channel type "slack". Registered types: api, webhook, telegram.',
+        message: 'Unknown channel type "slack". Registered types: api, webhook, telegram.',
       });
       // Settings on a built-in type's channel, over HTTP.
       const api = await service.admin.createChannel({ tenantId, flow: "echo" });

@@ -9,9 +9,9 @@ import { type ChannelView, channelView } from "./channel-view.js";
 /** What the admin reads of the service for a channel's type and settings. */
 type SettingsServices = Pick<ServiceContext, "secrets" | "plugins">;
 
-/** A `validation_error` naming each failing field in `details`, its message naming them too. */
-function refused(details: { path: string; message: string }[]): ServiceError {
-  return new ServiceError("validation_error", details.map((detail) => `${detail.path}: ${detail.message}`).join("; "), { details });
+/** A `validation_error` naming each failing field in `details`, its message naming them too (unless `message` is given). */
+function refused(details: { path: string; message: string }[], message?: string): ServiceError {
+  return new ServiceError("validation_error", message ?? details.map((detail) => `${detail.path}: ${detail.message}`).join("; "), { details });
 }
 
 /** Every type a channel of this service may have: the built-in ones, then those of its plugins. */
@@ -30,7 +30,9 @@ export function channelTypeFor(ctx: SettingsServices, type: string, settings: un
   }
   const definition = ctx.plugins.channelTypes.get(type);
   if (definition === undefined) {
-    throw refused([{ path: "type", message: `unknown channel type "${type}". Registered types: ${registeredTypes(ctx).join(", ")}.` }]);
+    // As an unknown flow's: the message names the registered ones.
+    const message = `Unknown channel type "${type}". Registered types: ${registeredTypes(ctx).join(", ")}.`;
+    throw refused([{ path: "type", message }], message);
   }
   return definition;
 }

@@ -111,7 +111,7 @@ describe("channels of a plugin's type through service.admin", () => {
     const { tenant } = await s.admin.createTenant({ name: "Acme" });
     await expect(s.admin.createChannel({ tenantId: tenant.id, flow: "echo", type: "slack" })).rejects.toMatchObject({
       code: "validation_error",
-      message: 'type: unknown channel type "slack". Registered types: api, webhook, telegram.',
+      message: 'Unknown channel type "slack". Registered types: api, webhook, telegram.',
       details: [{ path: "type" }],
     });
     for (const type of ["api", "webhook"]) {
