@@ -29,7 +29,7 @@ import type {
 } from "@channelkit/core";
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
-import { ABANDONED_RUN_ERROR, newConversationRecord, storedMessage, TurnPassedOver } from "@channelkit/core";
+import { ABANDONED_RUN_ERROR, newConversationRecord, storedChannelPatch, storedMessage, TurnPassedOver } from "@channelkit/core";
 import type { Kysely, Selectable, Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, runBody, type TransactionBody } from "./executor.js";
 import {
@@ -705,26 +705,36 @@ function putValues<Column extends string>(values: unknown[], at: number, columns
   return at;
 }
 
+/** The column of each field a channel patch may set. */
+const PATCH_COLUMNS = {
+  name: "name",
+  environment: "environment",
+  state: "state",
+  flowName: "flow_name",
+  allowedOrigins: "allowed_origins",
+  defaultStream: "default_stream",
+  requireSignature: "require_signature",
+  signingSecretEncrypted: "signing_secret_encrypted",
+  languages: "languages",
+  livechatMessages: "livechat_messages",
+  livechatWaitTimeoutSeconds: "livechat_wait_timeout_seconds",
+  runTimeoutSeconds: "run_timeout_seconds",
+  rateLimits: "rate_limits",
+  resumableStreams: "resumable_streams",
+  widget: "widget",
+  settings: "settings",
+  sealedSettings: "sealed_settings",
+} as const satisfies { [Field in keyof ChannelPatch]-?: keyof ChannelsTable };
+
+/** The columns a patch sets: core's {@link storedChannelPatch} in their columns, flags as 0 or 1. */
 function patchToRow(patch: ChannelPatch): Updateable<ChannelsTable> {
-  const row: Updateable<ChannelsTable> = {};
-  if (patch.name !== undefined) row.name = patch.name;
-  if (patch.environment !== undefined) row.environment = patch.environment;
-  if (patch.state !== undefined) row.state = patch.state;
-  if (patch.flowName !== undefined) row.flow_name = patch.flowName;
-  if (patch.allowedOrigins !== undefined) row.allowed_origins = JSON.stringify(patch.allowedOrigins);
-  if (patch.defaultStream !== undefined) row.default_stream = patch.defaultStream ? 1 : 0;
-  if (patch.requireSignature !== undefined) row.require_signature = patch.requireSignature ? 1 : 0;
-  if (patch.signingSecretEncrypted !== undefined) row.signing_secret_encrypted = patch.signingSecretEncrypted;
-  if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
-  if (patch.livechatMessages !== undefined) row.livechat_messages = JSON.stringify(patch.livechatMessages);
-  if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechat_wait_timeout_seconds = patch.livechatWaitTimeoutSeconds;
-  if (patch.runTimeoutSeconds !== undefined) row.run_timeout_seconds = patch.runTimeoutSeconds;
-  if (patch.rateLimits !== undefined) row.rate_limits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
-  if (patch.resumableStreams !== undefined) row.resumable_streams = patch.resumableStreams ? 1 : 0;
-  if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
-  if (patch.settings !== undefined) row.settings = JSON.stringify(patch.settings);
-  if (patch.sealedSettings !== undefined) row.sealed_settings = patch.sealedSettings;
-  return row;
+  const fields = storedChannelPatch(patch);
+  const row: Record<string, unknown> = {};
+  for (const field of Object.keys(fields) as (keyof ChannelPatch)[]) {
+    const value = fields[field];
+    row[PATCH_COLUMNS[field]] = typeof value === "boolean" ? Number(value) : value;
+  }
+  return row as Updateable<ChannelsTable>;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { memoryIdempotencyStore } from "./memory-idempotency.js";
 import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
-import { ABANDONED_RUN_ERROR } from "./records.js";
+import { ABANDONED_RUN_ERROR, storedChannelPatch } from "./records.js";
 import type {
   ApiKeyRecord,
   AuditEventRecord,
@@ -613,7 +613,7 @@ export function memoryStorage(): Storage {
         const row = channels.get(id);
         if (!row || row.state === "archived") return null;
         if (expected && !hasExpected(row, expected)) return null;
-        const updated = { ...row, ...patchToRow(patch), updatedAt };
+        const updated = { ...row, ...storedChannelPatch(patch), updatedAt };
         put(channels, id, updated);
         insertAudit(audit);
         return rowToChannel(updated);
@@ -736,29 +736,6 @@ function hasExpected(row: ChannelRow, expected: ExpectedChannel): boolean {
   if (expected.settings !== undefined && row.settings !== JSON.stringify(expected.settings)) return false;
   if (expected.sealedSettings !== undefined && row.sealedSettings !== expected.sealedSettings) return false;
   return true;
-}
-
-/** The columns a patch sets: a field left `undefined` keeps the stored value. */
-function patchToRow(patch: ChannelPatch): Partial<ChannelRow> {
-  const row: Partial<ChannelRow> = {};
-  if (patch.name !== undefined) row.name = patch.name;
-  if (patch.environment !== undefined) row.environment = patch.environment;
-  if (patch.state !== undefined) row.state = patch.state;
-  if (patch.flowName !== undefined) row.flowName = patch.flowName;
-  if (patch.allowedOrigins !== undefined) row.allowedOrigins = JSON.stringify(patch.allowedOrigins);
-  if (patch.defaultStream !== undefined) row.defaultStream = Boolean(patch.defaultStream);
-  if (patch.requireSignature !== undefined) row.requireSignature = Boolean(patch.requireSignature);
-  if (patch.signingSecretEncrypted !== undefined) row.signingSecretEncrypted = patch.signingSecretEncrypted;
-  if (patch.languages !== undefined) row.languages = JSON.stringify(patch.languages);
-  if (patch.livechatMessages !== undefined) row.livechatMessages = JSON.stringify(patch.livechatMessages);
-  if (patch.livechatWaitTimeoutSeconds !== undefined) row.livechatWaitTimeoutSeconds = patch.livechatWaitTimeoutSeconds;
-  if (patch.runTimeoutSeconds !== undefined) row.runTimeoutSeconds = patch.runTimeoutSeconds;
-  if (patch.rateLimits !== undefined) row.rateLimits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
-  if (patch.resumableStreams !== undefined) row.resumableStreams = Boolean(patch.resumableStreams);
-  if (patch.widget !== undefined) row.widget = JSON.stringify(patch.widget);
-  if (patch.settings !== undefined) row.settings = JSON.stringify(patch.settings);
-  if (patch.sealedSettings !== undefined) row.sealedSettings = patch.sealedSettings;
-  return row;
 }
 
 function rowToConversation(row: ConversationRow): ConversationRecord {

@@ -1,4 +1,4 @@
-import type { ConversationRecord, MessageRecord, NewMessage, RunConversation } from "./types.js";
+import type { ChannelPatch, ChannelRecord, ConversationRecord, MessageRecord, NewMessage, RunConversation } from "./types.js";
 
 /**
  * The record of `message` as stored at `turnIndex`: what a storage returns for a message it
@@ -39,6 +39,41 @@ export function newConversationRecord(conversation: RunConversation, at: string)
     createdAt: at,
     updatedAt: at,
   };
+}
+
+/** The fields of a channel a store keeps as JSON text. */
+type ChannelJsonField = "allowedOrigins" | "languages" | "livechatMessages" | "widget" | "settings" | "rateLimits";
+
+/** A channel's fields as a store keeps them: its JSON fields as JSON text, `rateLimits` null when it has none. */
+export type StoredChannel = Omit<ChannelRecord, ChannelJsonField> & { [Field in Exclude<ChannelJsonField, "rateLimits">]: string } & {
+  rateLimits: string | null;
+};
+
+/**
+ * The fields a channel patch sets, as a store keeps them (see {@link StoredChannel}): only those
+ * the patch gives, for a field left `undefined` keeps the stored value. What `updateChannel`
+ * writes, in the memory store as in the SQL ones.
+ */
+export function storedChannelPatch(patch: ChannelPatch): Partial<Pick<StoredChannel, keyof ChannelPatch>> {
+  const fields: Partial<Pick<StoredChannel, keyof ChannelPatch>> = {};
+  if (patch.name !== undefined) fields.name = patch.name;
+  if (patch.environment !== undefined) fields.environment = patch.environment;
+  if (patch.state !== undefined) fields.state = patch.state;
+  if (patch.flowName !== undefined) fields.flowName = patch.flowName;
+  if (patch.allowedOrigins !== undefined) fields.allowedOrigins = JSON.stringify(patch.allowedOrigins);
+  if (patch.defaultStream !== undefined) fields.defaultStream = Boolean(patch.defaultStream);
+  if (patch.requireSignature !== undefined) fields.requireSignature = Boolean(patch.requireSignature);
+  if (patch.signingSecretEncrypted !== undefined) fields.signingSecretEncrypted = patch.signingSecretEncrypted;
+  if (patch.languages !== undefined) fields.languages = JSON.stringify(patch.languages);
+  if (patch.livechatMessages !== undefined) fields.livechatMessages = JSON.stringify(patch.livechatMessages);
+  if (patch.livechatWaitTimeoutSeconds !== undefined) fields.livechatWaitTimeoutSeconds = patch.livechatWaitTimeoutSeconds;
+  if (patch.runTimeoutSeconds !== undefined) fields.runTimeoutSeconds = patch.runTimeoutSeconds;
+  if (patch.rateLimits !== undefined) fields.rateLimits = patch.rateLimits ? JSON.stringify(patch.rateLimits) : null;
+  if (patch.resumableStreams !== undefined) fields.resumableStreams = Boolean(patch.resumableStreams);
+  if (patch.widget !== undefined) fields.widget = JSON.stringify(patch.widget);
+  if (patch.settings !== undefined) fields.settings = JSON.stringify(patch.settings);
+  if (patch.sealedSettings !== undefined) fields.sealedSettings = patch.sealedSettings;
+  return fields;
 }
 
 /**
