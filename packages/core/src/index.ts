@@ -40,7 +40,7 @@ export type { ChannelView } from "./admin/channel-view.js";
 export type { AuditQueryInput, CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
 export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";
 // The admin routes (rotate-key, rotate-signing-secret, channel settings, audit) behind an admin JWT.
-export { adminApi } from "./admin/plugin.js";
+export { adminApi } from "./admin/routes/plugin.js";
 export type { AdminAuthOptions } from "./auth/admin-token.js";
 export type { WidgetSettings, WidgetStrings } from "./channels/widget/settings.js";
 // Live chat: the built-in agent inbox, the provider interface for your own, the feed between instances.

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminApi } from "../admin/plugin.js";
+import { adminApi } from "../admin/routes/plugin.js";
 import type { Logger } from "../context.js";
 import { demoFlows } from "../flows/demo.js";
 import { type AdminAuthOptions, createChannelService, memoryStorage } from "../index.js";

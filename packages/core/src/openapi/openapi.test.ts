@@ -4,7 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { adminApi } from "../admin/plugin.js";
+import { adminApi } from "../admin/routes/plugin.js";
 import { signRequestBody } from "../auth/signature.js";
 import { apiChannel } from "../channels/api/plugin.js";
 import { webhookChannel } from "../channels/webhook/plugin.js";

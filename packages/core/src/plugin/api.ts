@@ -25,6 +25,9 @@ export type { OperationDoc, ParameterSpec, SuccessSpec, HeaderName, Security, Ta
 export * as routeDocs from "../openapi/common.js";
 
 // What a route receives.
+export type * from "../storage/types.js";
+export type { LiveChatConversation, LiveChatProvider } from "../livechat/provider.js";
+export type { TenantSignal } from "../livechat/live-chat.js";
 export type {
   AdminAccess,
   LiveChatService,
@@ -39,7 +42,7 @@ export type {
   Runs,
   ServiceContext,
 } from "../context.js";
-export type { IncomingRequest, Reply, ReplyChunk, ReplyStream, RequestHeaders } from "../http/reply.js";
+export { toResponse, type IncomingRequest, type Reply, type ReplyChunk, type ReplyStream, type RequestHeaders } from "../http/reply.js";
 export type { RouteParams, RouteRequest } from "../plugins.js";
 
 // Answering: JSON, errors in the contract's envelope, server-sent events.
@@ -53,6 +56,9 @@ export { SSE_HEADERS, sseEvent, PushStream } from "../http/sse.js";
 export { authenticateApiKey, authenticateRequest, bearerToken } from "../auth/authenticate.js";
 export { checkChannelSignature, checkSignedRequest } from "../auth/channel-signature.js";
 export { adminAuthenticator, type AdminAuthOptions, type AdminCredentials } from "../auth/admin-token.js";
+export { adminRequest, type AdminAuthenticate, type AdminRequest } from "../auth/admin-request.js";
+export { sha256Hex } from "../auth/encoding.js";
+export { signRequestBody, verifySignature } from "../auth/signature.js";
 export type { SecretBox } from "../auth/secret-box.js";
 
 export type { AdminCaller, AuditTarget, ChannelAdmin } from "../admin/operations.js";
@@ -69,8 +75,25 @@ export type { RunSteps, TextPart } from "../runs/driver.js";
 export { answerOnce, idempotencyKeyOf, type IdempotentScope, type KeptAnswer } from "../idempotency/idempotency.js";
 export { externalConversationId } from "../runs/external-key.js";
 
+// The routes of resumable streams, for a channel that offers them on paths of its own.
+export { cancelChatRun, cancelConversationRun, resumeChatStream, resumeConversationStream } from "../streams/routes.js";
+
 // Conversations and their messages as the contract shows them.
+export { conversationOrDetail, findOwnConversation, isDetailReply } from "../conversations/own.js";
 export { canonicalId } from "../storage/records.js";
+export { channelSettings, type SettingsContext } from "../channels/settings.js";
+// The contract's schemas, for routes that take or answer the same fields.
+export { conversationIdSchema, MAX_METADATA_LENGTH, metadataSchema } from "../conversations/schemas.js";
+export {
+  agentMessageResponseSchema,
+  agentMessageSchema,
+  conversationModeSchema,
+  liveChatSender,
+  liveChatStateResponseSchema,
+  liveChatViewSchema,
+  livechatConversationIdSchema,
+} from "../livechat/schemas.js";
+export { auditRouteQuerySchema, patchChannelBodySchema, type UpdateChannelInput } from "../admin/schemas.js";
 export { messageView, messageViewSchema, type MessageView } from "../conversations/message-view.js";
 export { liveChatView } from "../livechat/view.js";
 export { fitTokenBudget } from "../conversations/window.js";

@@ -1,6 +1,6 @@
 import { authenticateRequest } from "../auth/authenticate.js";
 import { checkSignedRequest } from "../auth/channel-signature.js";
-import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
+import { conversationOrDetail, isDetailReply } from "../conversations/own.js";
 import { canonicalId } from "../storage/records.js";
 import type { ServiceContext } from "../context.js";
 import { externalConversationId } from "../runs/external-key.js";

@@ -1,9 +1,5 @@
 import type { z } from "zod";
-import type { ServiceContext } from "../context.js";
-import { jsonResponse } from "../http/respond.js";
-import type { RouteCall } from "../plugin/route.js";
-import { type AdminAuthenticate, adminRequest } from "./request.js";
-import type { auditRouteQuerySchema } from "./schemas.js";
+import { type AdminAuthenticate, adminRequest, type auditRouteQuerySchema, jsonResponse, type RouteCall, type ServiceContext } from "../../plugin/api.js";
 
 type AuditRouteQuery = z.output<typeof auditRouteQuerySchema>;
 

@@ -1,7 +1,4 @@
-import type { ServiceContext } from "../context.js";
-import { jsonResponse } from "../http/respond.js";
-import type { RouteRequest } from "../plugins.js";
-import { type AdminAuthenticate, adminRequest } from "./request.js";
+import { type AdminAuthenticate, adminRequest, jsonResponse, type RouteRequest, type ServiceContext } from "../../plugin/api.js";
 
 /** `GET /api/v1/channels/{channel_id}`: `{ channel }`, the channel view (archived channels included: reading is not managing). */
 export async function getChannelRoute(request: RouteRequest, channelId: string, ctx: ServiceContext, authenticate: AdminAuthenticate): Promise<Response> {

@@ -1,14 +1,9 @@
-import { type AdminAuthOptions, adminAuthenticator } from "../auth/admin-token.js";
-import { ADMIN, CHANNEL_ID, JSON_BODY } from "../openapi/common.js";
-import type { ChannelPlugin } from "../plugin/plugin.js";
-import { defineRoute } from "../plugin/route.js";
 import { auditRoute } from "./audit-route.js";
 import { getChannelRoute } from "./get-channel.js";
-import type { AdminAuthenticate } from "./request.js";
 import { rotateKeyRoute } from "./rotate-key.js";
 import { rotateSigningSecretRoute } from "./rotate-signing-secret.js";
-import { auditRouteQuerySchema, patchChannelBodySchema } from "./schemas.js";
 import { updateChannelRoute } from "./update-channel.js";
+import { type AdminAuthenticate, adminAuthenticator, type AdminAuthOptions, auditRouteQuerySchema, type ChannelPlugin, defineRoute, patchChannelBodySchema, routeDocs } from "../../plugin/api.js";
 
 const CHANNEL = "/api/v1/channels/:channel_id" as const;
 /** A browser console sends the admin token and the tenant: its preflight must allow both. */
@@ -47,9 +42,9 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           summary: "Read a channel",
           description: "Archived channels included: reading is not managing. Another tenant's channel is not found.",
           tag: "admin",
-          parameters: [CHANNEL_ID],
+          parameters: [routeDocs.CHANNEL_ID],
           responses: { 200: { description: "The channel.", json: "GetChannelResponse" } },
-          errors: [...ADMIN, "channel_not_found"],
+          errors: [...routeDocs.ADMIN, "channel_not_found"],
         },
         handle: ({ request, params }, ctx) => getChannelRoute(request, params.channel_id, ctx, authenticate),
       }),
@@ -65,12 +60,12 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           summary: "Change a channel's settings",
           description: "Only the fields sent change; unknown fields are a 422. Recorded in the audit trail, refusals included.",
           tag: "admin",
-          parameters: [CHANNEL_ID],
+          parameters: [routeDocs.CHANNEL_ID],
           body: { component: "UpdateChannelRequest", required: true },
           responses: {
             200: { description: "The channel as it is now, and its signing secret when signatures were just turned on.", json: "UpdateChannelResponse" },
           },
-          errors: [...ADMIN, ...JSON_BODY, "channel_not_found", "channel_archived"],
+          errors: [...routeDocs.ADMIN, ...routeDocs.JSON_BODY, "channel_not_found", "channel_archived"],
         },
         handle: ({ request, params }, ctx) => updateChannelRoute(request, params.channel_id, ctx, authenticate),
       }),
@@ -85,9 +80,9 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           summary: "Rotate a channel's key",
           description: "Revokes the key and creates one with the same prefix and environment. No body.",
           tag: "admin",
-          parameters: [CHANNEL_ID],
+          parameters: [routeDocs.CHANNEL_ID],
           responses: { 200: { description: "The new key, shown once.", json: "RotateKeyResponse" } },
-          errors: [...ADMIN, "channel_not_found", "channel_archived"],
+          errors: [...routeDocs.ADMIN, "channel_not_found", "channel_archived"],
         },
         handle: ({ request, params }, ctx) => rotateKeyRoute(request, params.channel_id, ctx, authenticate),
       }),
@@ -102,9 +97,9 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           summary: "Rotate a channel's signing secret",
           description: "The previous secret is invalidated at once. No body.",
           tag: "admin",
-          parameters: [CHANNEL_ID],
+          parameters: [routeDocs.CHANNEL_ID],
           responses: { 200: { description: "The new secret, shown once.", json: "RotateSigningSecretResponse" } },
-          errors: [...ADMIN, "channel_not_found", "channel_archived"],
+          errors: [...routeDocs.ADMIN, "channel_not_found", "channel_archived"],
         },
         handle: ({ request, params }, ctx) => rotateSigningSecretRoute(request, params.channel_id, ctx, authenticate),
       }),
@@ -121,7 +116,7 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           description: "The tenant's admin operations, newest first, refused ones included. Any other query parameter is a 422.",
           tag: "admin",
           responses: { 200: { description: "A page of the trail.", json: "AuditPage" } },
-          errors: [...ADMIN, "validation_error"],
+          errors: [...routeDocs.ADMIN, "validation_error"],
         },
         handle: (call, ctx) => auditRoute(call, ctx, authenticate),
       }),

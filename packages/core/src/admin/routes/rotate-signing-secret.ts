@@ -1,7 +1,4 @@
-import type { ServiceContext } from "../context.js";
-import { jsonResponse } from "../http/respond.js";
-import type { RouteRequest } from "../plugins.js";
-import { type AdminAuthenticate, adminRequest } from "./request.js";
+import { type AdminAuthenticate, adminRequest, jsonResponse, type RouteRequest, type ServiceContext } from "../../plugin/api.js";
 
 /** `POST /api/v1/channels/{channel_id}/rotate-signing-secret`: `{ signing_secret, channel: { id, has_signing_secret } }`, the secret shown once. */
 export async function rotateSigningSecretRoute(

@@ -1,11 +1,4 @@
-import type { ServiceContext } from "../context.js";
-import { parseJson, readRawBody, requireJsonContentType } from "../http/body.js";
-import { jsonResponse } from "../http/respond.js";
-import { validate } from "../http/validate.js";
-import type { RouteRequest } from "../plugins.js";
-import { recordRefusal } from "./operations.js";
-import { type AdminAuthenticate, adminRequest } from "./request.js";
-import { patchChannelBodySchema, type UpdateChannelInput } from "./schemas.js";
+import { type AdminAuthenticate, adminRequest, jsonResponse, parseJson, patchChannelBodySchema, readRawBody, requireJsonContentType, type RouteRequest, type ServiceContext, type UpdateChannelInput, validate } from "../../plugin/api.js";
 
 /**
  * `PATCH /api/v1/channels/{channel_id}`: `{ channel, signing_secret? }`, the secret only when
@@ -19,7 +12,7 @@ export async function updateChannelRoute(request: RouteRequest, channelId: strin
     requireJsonContentType(request);
     input = toUpdateInput(validate(patchChannelBodySchema, parseJson(await readRawBody(request, ctx.maxBodyBytes))));
   } catch (error) {
-    await recordRefusal(ctx, caller, "update_channel", { tenantId: caller.tenantId, channelId }, error);
+    await ctx.admin.refused(caller, "update_channel", { tenantId: caller.tenantId, channelId }, error);
     throw error;
   }
   return jsonResponse(await admin.updateChannel(channelId, input));

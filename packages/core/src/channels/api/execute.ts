@@ -1,21 +1,5 @@
+import { answerOnce, authenticateRequest, canonicalId, channelFlow, channelFlowAfter, type ChannelRecord, checkChannelSignature, type ConversationRecord, findOwnConversation, idempotencyKeyOf, type IncomingRequest, isServiceError, json, type KeptAnswer, parseJson, readRawBody, type RegisteredFlow, type Reply, requireJsonContentType, runDocument, runToEnd, type ServiceContext, sha256Hex, UI_STREAM_HEADERS, uiMessageStream, validate } from "../../plugin/api.js";
 import type { z } from "zod";
-import { authenticateRequest } from "../../auth/authenticate.js";
-import { checkChannelSignature } from "../../auth/channel-signature.js";
-import type { RegisteredFlow, ServiceContext } from "../../context.js";
-import { sha256Hex } from "../../auth/encoding.js";
-import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
-import { isServiceError } from "../../http/errors.js";
-import type { IncomingRequest, Reply } from "../../http/reply.js";
-import { json } from "../../http/respond.js";
-import { validate } from "../../http/validate.js";
-import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
-import { runDocument } from "../../runs/json.js";
-import { runToEnd } from "../../runs/start.js";
-import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
-import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
-import { channelFlow, channelFlowAfter } from "../flow.js";
-import { canonicalId } from "../../storage/records.js";
-import { findOwnConversation } from "./conversation.js";
 import { executeRequestSchema } from "./schemas.js";
 
 type ExecuteRequest = z.infer<typeof executeRequestSchema>;

@@ -1,13 +1,5 @@
+import { authenticateRequest, conversationOrDetail, fitTokenBudget, isDetailReply, json, liveChatView, messageView, type Reply, type RouteCall, type ServiceContext } from "../../plugin/api.js";
 import type { z } from "zod";
-import { authenticateRequest } from "../../auth/authenticate.js";
-import type { ServiceContext } from "../../context.js";
-import { fitTokenBudget } from "../../conversations/window.js";
-import type { Reply } from "../../http/reply.js";
-import type { RouteCall } from "../../plugin/route.js";
-import { json } from "../../http/respond.js";
-import { messageView } from "../../conversations/message-view.js";
-import { liveChatView } from "../../livechat/view.js";
-import { conversationOrDetail, isDetailReply } from "./conversation.js";
 import type { historyQuerySchema } from "./schemas.js";
 
 type HistoryPath = "/public/v1/api/conversations/:session_id/messages";

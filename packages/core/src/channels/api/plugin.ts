@@ -1,27 +1,10 @@
 import { z } from "zod";
-import type { ChannelPlugin } from "../../plugin/plugin.js";
-import { defineRoute } from "../../plugin/route.js";
-import {
-  CANCEL_RESPONSES,
-  CHANNEL_KEY,
-  HOP_BY_HOP,
-  IDEMPOTENCY,
-  IDEMPOTENCY_KEY_HEADER,
-  JSON_BODY,
-  ORIGIN,
-  RESUME_RESPONSES,
-  SESSION_ID,
-  SIGNATURE,
-  SIGNATURE_HEADER,
-  STREAM_HEADERS,
-  STREAMED,
-} from "../../openapi/common.js";
 import { execute } from "./execute.js";
 import { history } from "./history.js";
-import { cancelLiveChat } from "../../livechat/cancel.js";
-import { conversationEvents } from "../../livechat/subscription.js";
-import { cancelConversationRun, resumeConversationStream } from "../../streams/routes.js";
 import { executeRequestSchema, historyQuerySchema } from "./schemas.js";
+import { cancelConversationRun, type ChannelPlugin, defineRoute, resumeConversationStream, routeDocs } from "../../plugin/api.js";
+import { conversationEvents } from "./events.js";
+import { cancelLiveChat } from "./livechat-cancel.js";
 
 const CONVERSATION = "/public/v1/api/conversations/:session_id" as const;
 /** What a browser sends with a channel key. */
@@ -52,7 +35,7 @@ export function apiChannel(): ChannelPlugin {
           description:
             "Runs the flow bound to the key's channel and answers the run as JSON, or streams it (the AI SDK UI message stream) when `stream` is true, or when absent and the channel's `default_stream` is. An error before the first byte is an HTTP error; after it, an `error` event ends the stream. Checks, first failure wins: the key, the channel type, its state, the environment, the origin, the media type, the size, the signature, the body, the conversation.",
           tag: "api",
-          parameters: [ORIGIN, SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER],
+          parameters: [routeDocs.ORIGIN, routeDocs.SIGNATURE_HEADER, routeDocs.IDEMPOTENCY_KEY_HEADER],
           body: { component: "ExecuteRequest", required: true },
           responses: {
             200: {
@@ -60,19 +43,19 @@ export function apiChannel(): ChannelPlugin {
                 "The run: as JSON (`stream` false), or as a stream of server-sent events. With an `Idempotency-Key` already answered, that answer again, the stream's events all at once.",
               json: "RunDocument",
               sse: "UIMessageStreamEvent",
-              optionalHeaders: [...STREAM_HEADERS, ...HOP_BY_HOP, "Idempotent-Replayed"],
+              optionalHeaders: [...routeDocs.STREAM_HEADERS, ...routeDocs.HOP_BY_HOP, "Idempotent-Replayed"],
             },
           },
           errors: [
-            ...CHANNEL_KEY,
-            ...JSON_BODY,
-            ...SIGNATURE,
+            ...routeDocs.CHANNEL_KEY,
+            ...routeDocs.JSON_BODY,
+            ...routeDocs.SIGNATURE,
             "conversation_not_found",
             "conversation_forbidden",
-            ...IDEMPOTENCY,
+            ...routeDocs.IDEMPOTENCY,
             "flow_unavailable",
             "conversation_busy",
-            ...STREAMED,
+            ...routeDocs.STREAMED,
           ],
         },
         handle: ({ request }, ctx) => execute(request, ctx),
@@ -91,9 +74,9 @@ export function apiChannel(): ChannelPlugin {
           description:
             "`limit` keeps the most recent messages, returned oldest first; `token_budget` then keeps the most recent of those whose summed `token_count` fits. Never a signature. A conversation that does not exist, or is another channel's or tenant's, is a 404 in the `{ detail }` format.",
           tag: "api",
-          parameters: [SESSION_ID, ORIGIN],
+          parameters: [routeDocs.SESSION_ID, routeDocs.ORIGIN],
           responses: { 200: { description: "The history.", json: "HistoryResponse" } },
-          errors: [...CHANNEL_KEY, "validation_error"],
+          errors: [...routeDocs.CHANNEL_KEY, "validation_error"],
           detailNotFound: true,
         },
         handle: (call, ctx) => history(call, ctx),
@@ -111,7 +94,7 @@ export function apiChannel(): ChannelPlugin {
             "Server-sent events: the mode first, then each message of the live chat and each change of mode, until the client leaves (a comment every 15 s keeps it open). The checks of history.",
           tag: "livechat",
           parameters: [
-            SESSION_ID,
+            routeDocs.SESSION_ID,
             {
               name: "after",
               in: "query",
@@ -120,17 +103,17 @@ export function apiChannel(): ChannelPlugin {
               schema: z.int().min(-1),
             },
             { name: "Last-Event-ID", in: "header", description: "What a reconnecting `EventSource` sends: as `after`.", schema: z.string().regex(/^-?\d+$/) },
-            ORIGIN,
+            routeDocs.ORIGIN,
           ],
           responses: {
             200: {
               description: "The live chat as server-sent events.",
               sse: "ConversationEventStreamEvent",
               headers: ["Cache-Control-Stream", "X-Accel-Buffering"],
-              optionalHeaders: HOP_BY_HOP,
+              optionalHeaders: routeDocs.HOP_BY_HOP,
             },
           },
-          errors: [...CHANNEL_KEY, "validation_error", ...STREAMED],
+          errors: [...routeDocs.CHANNEL_KEY, "validation_error", ...routeDocs.STREAMED],
           detailNotFound: true,
         },
         handle: ({ request, params }, ctx) => conversationEvents(request, params.session_id, ctx),
@@ -147,9 +130,9 @@ export function apiChannel(): ChannelPlugin {
           description:
             "The user leaves the queue or ends the live chat (`livechat_cancelled`); the provider is told, and the next message goes to the bot. The checks of history. No body: on a channel with `require_signature`, `X-Service-Signature` is computed over the empty body.",
           tag: "livechat",
-          parameters: [SESSION_ID, ORIGIN, SIGNATURE_HEADER],
+          parameters: [routeDocs.SESSION_ID, routeDocs.ORIGIN, routeDocs.SIGNATURE_HEADER],
           responses: { 200: { description: "The conversation's live chat as it is now.", json: "LiveChatState" } },
-          errors: [...CHANNEL_KEY, ...SIGNATURE, "livechat_conflict"],
+          errors: [...routeDocs.CHANNEL_KEY, ...routeDocs.SIGNATURE, "livechat_conflict"],
           detailNotFound: true,
         },
         handle: ({ request, params }, ctx) => cancelLiveChat(request, params.session_id, ctx),
@@ -165,9 +148,9 @@ export function apiChannel(): ChannelPlugin {
           summary: "Follow the run in flight",
           description: "The checks of history, its 404 included.",
           tag: "streams",
-          parameters: [SESSION_ID, ORIGIN],
-          responses: RESUME_RESPONSES,
-          errors: [...CHANNEL_KEY, ...STREAMED],
+          parameters: [routeDocs.SESSION_ID, routeDocs.ORIGIN],
+          responses: routeDocs.RESUME_RESPONSES,
+          errors: [...routeDocs.CHANNEL_KEY, ...routeDocs.STREAMED],
           detailNotFound: true,
         },
         handle: ({ request, params }, ctx) => resumeConversationStream(request, params.session_id, ctx),
@@ -184,9 +167,9 @@ export function apiChannel(): ChannelPlugin {
           description:
             "Stops the conversation's run on whichever instance runs it; its streams end with `finish` and it is stored `cancelled`. The checks of history. No body: on a channel with `require_signature`, `X-Service-Signature` is computed over the empty body.",
           tag: "streams",
-          parameters: [SESSION_ID, ORIGIN, SIGNATURE_HEADER],
-          responses: CANCEL_RESPONSES,
-          errors: [...CHANNEL_KEY, ...SIGNATURE],
+          parameters: [routeDocs.SESSION_ID, routeDocs.ORIGIN, routeDocs.SIGNATURE_HEADER],
+          responses: routeDocs.CANCEL_RESPONSES,
+          errors: [...routeDocs.CHANNEL_KEY, ...routeDocs.SIGNATURE],
           detailNotFound: true,
         },
         handle: ({ request, params }, ctx) => cancelConversationRun(request, params.session_id, ctx),

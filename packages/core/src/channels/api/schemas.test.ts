@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { codePoints } from "../user-text.js";
 import { ServiceError } from "../../http/errors.js";
 import { validate } from "../../http/validate.js";
-import { executeRequestSchema, historyQuerySchema, MAX_PAYLOAD_LENGTH } from "./schemas.js";
+import { MAX_PAYLOAD_LENGTH } from "../../plugin/api.js";
+import { executeRequestSchema, historyQuerySchema } from "./schemas.js";
 
 const ok = (input: unknown) => executeRequestSchema.safeParse(input).success;
 

@@ -1,9 +1,4 @@
-import type { ServiceContext } from "../../context.js";
-import { checkChannelSignature } from "../../auth/channel-signature.js";
-import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
-import { ServiceError } from "../../http/errors.js";
-import type { IncomingRequest } from "../../http/reply.js";
-import type { ChannelRecord } from "../../storage/types.js";
+import { type ChannelRecord, checkChannelSignature, type IncomingRequest, parseJson, readRawBody, requireJsonContentType, type ServiceContext, ServiceError } from "../../plugin/api.js";
 
 /**
  * The webhook channel of `clientId` and the request's JSON body, with the checks of both

@@ -1,5 +1,4 @@
-import type { RunOutcome } from "../../runs/outcome.js";
-import type { ChannelRecord } from "../../storage/types.js";
+import type { ChannelRecord, RunOutcome } from "../../plugin/api.js";
 
 /** An event of a webhook conversation (`eventStack`, `newEvents`). */
 export type WebhookEvent = { type: "START"; data: Record<string, never>; timestamp: string } | { type: "BOT_MESSAGE"; data: BotMessageData; timestamp: string };

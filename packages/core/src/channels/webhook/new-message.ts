@@ -1,16 +1,7 @@
-import type { RegisteredFlow, ServiceContext } from "../../context.js";
-import { ServiceError } from "../../http/errors.js";
-import type { IncomingRequest, Reply } from "../../http/reply.js";
-import { json } from "../../http/respond.js";
-import { validate } from "../../http/validate.js";
-import { answerOnce, idempotencyKeyOf, type KeptAnswer } from "../../idempotency/idempotency.js";
-import { runToEnd } from "../../runs/start.js";
-import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
-import { canonicalId } from "../../storage/records.js";
-import { channelFlow, channelFlowAfter } from "../flow.js";
 import { webhookRequest } from "./channel.js";
 import { botMessages } from "./events.js";
 import { newMessageSchema } from "./schemas.js";
+import { answerOnce, canonicalId, channelFlow, channelFlowAfter, type ChannelRecord, type ConversationRecord, idempotencyKeyOf, type IncomingRequest, json, type KeptAnswer, type RegisteredFlow, type Reply, runToEnd, type ServiceContext, ServiceError, validate } from "../../plugin/api.js";
 
 /**
  * `POST /channels/webhook/{client_id}/newMessage`: runs the flow on the user's input in a

@@ -1,10 +1,7 @@
-import type { ChannelPlugin } from "../../plugin/plugin.js";
-import { defineRoute } from "../../plugin/route.js";
-import type { ParameterSpec } from "../../openapi/spec.js";
-import { IDEMPOTENCY, IDEMPOTENCY_KEY_HEADER, JSON_BODY, SIGNATURE, SIGNATURE_HEADER } from "../../openapi/common.js";
 import { newMessage } from "./new-message.js";
 import { newMessageSchema, startConversationSchema } from "./schemas.js";
 import { startConversation } from "./start-conversation.js";
+import { type ChannelPlugin, defineRoute, type ParameterSpec, routeDocs } from "../../plugin/api.js";
 
 const CHANNEL = "/channels/webhook/:client_id" as const;
 /** A signed call from a browser sends the signature header too. */
@@ -16,7 +13,7 @@ const CLIENT_ID: ParameterSpec = {
   description: "The webhook channel's `client_id` (the channel view shows it).",
 };
 /** What both routes may answer before their own: the channel, its state, the body, the signature. */
-const CHECKS = ["channel_not_found", "channel_archived", "channel_inactive", "rate_limited", "runtime_error", ...JSON_BODY, ...SIGNATURE];
+const CHECKS = ["channel_not_found", "channel_archived", "channel_inactive", "rate_limited", "runtime_error", ...routeDocs.JSON_BODY, ...routeDocs.SIGNATURE];
 
 /**
  * The webhook channel: any HTTP client talks to a channel's flow through two routes scoped
@@ -40,7 +37,7 @@ export function webhookChannel(): ChannelPlugin {
           description:
             "Opens a conversation in one of the channel's languages and runs the flow's greeting. Checks: the channel, the media type and size, the signature when required, the body.",
           tag: "webhook",
-          parameters: [CLIENT_ID, SIGNATURE_HEADER],
+          parameters: [CLIENT_ID, routeDocs.SIGNATURE_HEADER],
           body: { component: "StartConversationRequest", required: true },
           responses: { 200: { description: "The conversation record and the events of the greeting.", json: "StartConversationResponse" } },
           errors: [...CHECKS, "flow_unavailable"],
@@ -60,7 +57,7 @@ export function webhookChannel(): ChannelPlugin {
           summary: "Send a message",
           description: "Runs the flow on the user's input in a conversation of this channel; runs of one conversation take turns.",
           tag: "webhook",
-          parameters: [CLIENT_ID, SIGNATURE_HEADER, IDEMPOTENCY_KEY_HEADER],
+          parameters: [CLIENT_ID, routeDocs.SIGNATURE_HEADER, routeDocs.IDEMPOTENCY_KEY_HEADER],
           body: { component: "NewMessageRequest", required: true },
           responses: {
             200: {
@@ -69,7 +66,7 @@ export function webhookChannel(): ChannelPlugin {
               optionalHeaders: ["Idempotent-Replayed"],
             },
           },
-          errors: [...CHECKS, "conversation_not_found", ...IDEMPOTENCY, "conversation_busy", "flow_unavailable"],
+          errors: [...CHECKS, "conversation_not_found", ...routeDocs.IDEMPOTENCY, "conversation_busy", "flow_unavailable"],
         },
         handle: ({ request, params }, ctx) => newMessage(request, params.client_id, ctx),
       }),

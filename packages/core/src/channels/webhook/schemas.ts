@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { userText } from "../user-text.js";
+import { userText } from "../../plugin/api.js";
 
 /** Body of `startConversation`. Unknown fields are ignored, as on execute. */
 export const startConversationSchema = z.object(

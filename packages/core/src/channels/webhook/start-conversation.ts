@@ -1,13 +1,7 @@
-import type { ServiceContext } from "../../context.js";
-import { ServiceError } from "../../http/errors.js";
-import type { IncomingRequest, Reply } from "../../http/reply.js";
-import { json } from "../../http/respond.js";
-import { validate } from "../../http/validate.js";
-import { runToEnd } from "../../runs/start.js";
-import { channelFlow } from "../flow.js";
 import { webhookRequest } from "./channel.js";
 import { botMessages, conversationRecord } from "./events.js";
 import { startConversationSchema } from "./schemas.js";
+import { channelFlow, type IncomingRequest, json, type Reply, runToEnd, type ServiceContext, ServiceError, validate } from "../../plugin/api.js";
 
 /**
  * `POST /channels/webhook/{client_id}/startConversation`: opens a conversation in one of the

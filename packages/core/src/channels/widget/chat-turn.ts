@@ -1,8 +1,5 @@
-import type { ServiceContext } from "../../context.js";
-import { validate } from "../../http/validate.js";
-import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
-import { findOwnConversation } from "../api/conversation.js";
 import { aiChatPayloadSchema, aiChatRequestSchema, widgetChatRequestSchema } from "./schemas.js";
+import { type ChannelRecord, type ConversationRecord, findOwnConversation, type ServiceContext, validate } from "../../plugin/api.js";
 
 /** What a chat request asks to run: the user's text, and the conversation it goes on. */
 export interface ChatTurn {

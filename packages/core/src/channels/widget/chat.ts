@@ -1,13 +1,5 @@
-import { authenticateRequest } from "../../auth/authenticate.js";
-import { checkChannelSignature } from "../../auth/channel-signature.js";
-import type { ServiceContext } from "../../context.js";
-import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
-import type { IncomingRequest, Reply } from "../../http/reply.js";
-import type { StartedRun } from "../../runs/start.js";
-import { UI_STREAM_HEADERS, uiMessageStream } from "../../runs/ui-stream.js";
-import type { ChannelRecord } from "../../storage/types.js";
-import { channelFlow } from "../flow.js";
 import { type ChatTurn, chatTurn } from "./chat-turn.js";
+import { authenticateRequest, channelFlow, type ChannelRecord, checkChannelSignature, type IncomingRequest, parseJson, readRawBody, type Reply, requireJsonContentType, type ServiceContext, type StartedRun, UI_STREAM_HEADERS, uiMessageStream } from "../../plugin/api.js";
 
 /**
  * `POST /public/widget/chat`: runs the channel's flow on the user's message and always

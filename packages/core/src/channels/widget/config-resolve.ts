@@ -1,6 +1,6 @@
-import type { ChannelRecord } from "../../storage/types.js";
 import { DEFAULT_FEATURES, DEFAULT_STRINGS, DEFAULT_THEME } from "./defaults.js";
 import { type WidgetSettings, type WidgetStrings, widgetSettingsSchema } from "./settings.js";
+import type { ChannelRecord } from "../../plugin/api.js";
 
 /**
  * The channel language to answer in: the requested locale when the channel has it, else the

@@ -1,11 +1,7 @@
 import type { z } from "zod";
-import { authenticateRequest } from "../../auth/authenticate.js";
-import type { ServiceContext } from "../../context.js";
-import type { Reply } from "../../http/reply.js";
-import { json } from "../../http/respond.js";
-import type { RouteCall } from "../../plugin/route.js";
 import { resolveLocale, widgetConfig } from "./config-resolve.js";
 import type { widgetConfigQuerySchema } from "./schemas.js";
+import { authenticateRequest, json, type Reply, type RouteCall, type ServiceContext } from "../../plugin/api.js";
 
 type ConfigQuery = z.output<typeof widgetConfigQuerySchema>;
 

@@ -1,22 +1,7 @@
-import type { ChannelPlugin } from "../../plugin/plugin.js";
-import { defineRoute } from "../../plugin/route.js";
-import {
-  CANCEL_RESPONSES,
-  CHAT_ID,
-  HOP_BY_HOP,
-  JSON_BODY,
-  ORIGIN,
-  PUBLISHABLE_KEY,
-  RESUME_RESPONSES,
-  SIGNATURE,
-  SIGNATURE_HEADER,
-  STREAM_HEADERS,
-  STREAMED,
-} from "../../openapi/common.js";
-import { cancelChatRun, resumeChatStream } from "../../streams/routes.js";
 import { chat } from "./chat.js";
 import { config } from "./config.js";
 import { widgetConfigQuerySchema } from "./schemas.js";
+import { cancelChatRun, type ChannelPlugin, defineRoute, resumeChatStream, routeDocs } from "../../plugin/api.js";
 
 const CHAT = "/public/widget/chat" as const;
 /** What a browser sends with a publishable key. */
@@ -48,10 +33,10 @@ export function widgetChannel(): ChannelPlugin {
           tag: "widget",
           parameters: [
             { name: "Accept-Language", in: "header", description: "The browser's languages, when `locale` is absent or not the channel's." },
-            ORIGIN,
+            routeDocs.ORIGIN,
           ],
           responses: { 200: { description: "The widget's configuration.", json: "WidgetConfig", headers: ["Cache-Control-No-Store"] } },
-          errors: [...PUBLISHABLE_KEY, "validation_error"],
+          errors: [...routeDocs.PUBLISHABLE_KEY, "validation_error"],
         },
         handle: (call, ctx) => config(call, ctx),
       }),
@@ -66,25 +51,25 @@ export function widgetChannel(): ChannelPlugin {
           summary: "Chat through the widget",
           description: "Runs the flow on the user's message and always streams, with execute's protocol and checks (in its order), publishable keys only.",
           tag: "widget",
-          parameters: [ORIGIN, SIGNATURE_HEADER],
+          parameters: [routeDocs.ORIGIN, routeDocs.SIGNATURE_HEADER],
           body: { component: "WidgetChatRequest", required: true },
           responses: {
             200: {
               description: "The run as a stream of server-sent events.",
               sse: "UIMessageStreamEvent",
-              headers: STREAM_HEADERS,
-              optionalHeaders: HOP_BY_HOP,
+              headers: routeDocs.STREAM_HEADERS,
+              optionalHeaders: routeDocs.HOP_BY_HOP,
             },
           },
           errors: [
-            ...PUBLISHABLE_KEY,
-            ...JSON_BODY,
-            ...SIGNATURE,
+            ...routeDocs.PUBLISHABLE_KEY,
+            ...routeDocs.JSON_BODY,
+            ...routeDocs.SIGNATURE,
             "conversation_not_found",
             "conversation_forbidden",
             "flow_unavailable",
             "conversation_busy",
-            ...STREAMED,
+            ...routeDocs.STREAMED,
           ],
         },
         handle: ({ request }, ctx) => chat(request, ctx),
@@ -101,9 +86,9 @@ export function widgetChannel(): ChannelPlugin {
           summary: "Follow a widget chat's run in flight",
           description: "Where `useChat({ resume: true })` reconnects: the conversation stream route for a chat id, publishable keys only.",
           tag: "widget",
-          parameters: [CHAT_ID, ORIGIN],
-          responses: RESUME_RESPONSES,
-          errors: [...PUBLISHABLE_KEY, ...STREAMED],
+          parameters: [routeDocs.CHAT_ID, routeDocs.ORIGIN],
+          responses: routeDocs.RESUME_RESPONSES,
+          errors: [...routeDocs.PUBLISHABLE_KEY, ...routeDocs.STREAMED],
           detailNotFound: true,
         },
         handle: ({ request, params }, ctx) => resumeChatStream(request, params.chat_id, ctx),
@@ -120,9 +105,9 @@ export function widgetChannel(): ChannelPlugin {
           description:
             "The conversation cancel route for a chat id, publishable keys only. No body: on a channel with `require_signature`, `X-Service-Signature` is computed over the empty body.",
           tag: "widget",
-          parameters: [CHAT_ID, ORIGIN, SIGNATURE_HEADER],
-          responses: CANCEL_RESPONSES,
-          errors: [...PUBLISHABLE_KEY, ...SIGNATURE],
+          parameters: [routeDocs.CHAT_ID, routeDocs.ORIGIN, routeDocs.SIGNATURE_HEADER],
+          responses: routeDocs.CANCEL_RESPONSES,
+          errors: [...routeDocs.PUBLISHABLE_KEY, ...routeDocs.SIGNATURE],
           detailNotFound: true,
         },
         handle: ({ request, params }, ctx) => cancelChatRun(request, params.chat_id, ctx),

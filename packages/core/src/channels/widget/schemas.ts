@@ -1,7 +1,6 @@
 import { z } from "zod";
-import { conversationIdSchema, metadataSchema } from "../api/schemas.js";
-import { userText } from "../user-text.js";
 import { widgetFeaturesSchema, widgetStringsSchema, widgetThemeSchema } from "./settings.js";
+import { conversationIdSchema, metadataSchema, userText } from "../../plugin/api.js";
 
 /** Query of `GET /public/widget/config`. */
 export const widgetConfigQuerySchema = z.object({

@@ -1,5 +1,4 @@
-import type { Logger } from "../../context.js";
-import { signRequestBody } from "../../auth/signature.js";
+import { type Logger, signRequestBody } from "../../plugin/api.js";
 
 /** How the bridge retries a delivery. */
 export interface RetryPolicy {

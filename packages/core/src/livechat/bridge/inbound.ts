@@ -1,12 +1,6 @@
-import { verifySignature } from "../../auth/signature.js";
-import type { ServiceContext } from "../../context.js";
-import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
-import { jsonResponse } from "../../http/respond.js";
-import { validate } from "../../http/validate.js";
-import type { RouteRequest } from "../../plugins.js";
-import { liveChatView } from "../view.js";
 import { BRIDGE_SIGNATURE_HEADER } from "./deliveries.js";
 import { bridgeEventSchema } from "./schemas.js";
+import { jsonResponse, liveChatView, parseJson, readRawBody, requireJsonContentType, type RouteRequest, type ServiceContext, validate, verifySignature } from "../../plugin/api.js";
 
 /**
  * `POST /api/v1/livechat/bridge/events`: the human side's events, signed with the bridge's

@@ -1,10 +1,7 @@
-import type { Logger } from "../../context.js";
-import { JSON_BODY } from "../../openapi/common.js";
-import { defineRoute } from "../../plugin/route.js";
-import type { LiveChatConversation, LiveChatProvider } from "../provider.js";
 import { Deliveries, type RetryPolicy } from "./deliveries.js";
 import { bridgeEventRoute } from "./inbound.js";
 import { bridgeEventSchema, bridgeOptionsSchema } from "./schemas.js";
+import { defineRoute, type LiveChatConversation, type LiveChatProvider, type Logger, routeDocs } from "../../plugin/api.js";
 
 /** Options of {@link liveChatWebhookBridge}. */
 export interface LiveChatWebhookBridgeOptions {
@@ -97,7 +94,7 @@ export function liveChatWebhookBridge(options: LiveChatWebhookBridgeOptions): Li
             "signature_required",
             "invalid_signature",
             "signature_expired",
-            ...JSON_BODY,
+            ...routeDocs.JSON_BODY,
             "conversation_not_found",
             "livechat_conflict",
             "rate_limited",

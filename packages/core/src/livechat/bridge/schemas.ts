@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { agentMessageResponseSchema, liveChatSender, liveChatStateResponseSchema, livechatConversationIdSchema } from "../schemas.js";
-import { userText } from "../../channels/user-text.js";
+import { agentMessageResponseSchema, livechatConversationIdSchema, liveChatSender, liveChatStateResponseSchema, userText } from "../../plugin/api.js";
 
 const conversationId = z.string("conversation_id is required").min(1, "conversation_id is required");
 

@@ -1,12 +1,6 @@
-import { adminRequest, type AdminAuthenticate } from "../../admin/request.js";
-import type { ServiceContext } from "../../context.js";
-import { messageView } from "../../conversations/message-view.js";
-import { SSE_HEADERS, sseEvent } from "../../http/sse.js";
-import { type Reply, toResponse } from "../../http/reply.js";
-import type { RouteRequest } from "../../plugins.js";
-import type { TenantSignal } from "../live-chat.js";
 import { channelsOf } from "./routes.js";
 import { inboxConversationView } from "./views.js";
+import { type AdminAuthenticate, adminRequest, messageView, type Reply, type RouteRequest, type ServiceContext, SSE_HEADERS, sseEvent, type TenantSignal, toResponse } from "../../plugin/api.js";
 
 /**
  * `GET /api/v1/livechat/feed`: what the tenant's agents must see, as server-sent events, from

@@ -1,12 +1,7 @@
-import { type AdminAuthOptions, adminAuthenticator } from "../../auth/admin-token.js";
-import type { AdminAuthenticate } from "../../admin/request.js";
-import { ADMIN, CONVERSATION_ID, HOP_BY_HOP, JSON_BODY, STREAMED } from "../../openapi/common.js";
-import { defineRoute } from "../../plugin/route.js";
-import type { LiveChatProvider } from "../provider.js";
-import { agentMessageSchema } from "../schemas.js";
 import { feedRoute } from "./feed.js";
 import { acceptRoute, closeRoute, listRoute, sendRoute, showRoute } from "./routes.js";
 import { inboxConversationQuerySchema, inboxListQuerySchema } from "./schemas.js";
+import { type AdminAuthenticate, adminAuthenticator, type AdminAuthOptions, agentMessageSchema, defineRoute, type LiveChatProvider, routeDocs } from "../../plugin/api.js";
 
 const BASE = "/api/v1/livechat";
 const CONVERSATIONS = `${BASE}/conversations` as const;
@@ -56,7 +51,7 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           description: "The tenant's waiting and active live chats, longest waiting first. Any other query parameter is a 422.",
           tag: "inbox",
           responses: { 200: { description: "The live chats.", json: "InboxList" } },
-          errors: [...ADMIN, "validation_error"],
+          errors: [...routeDocs.ADMIN, "validation_error"],
         },
         handle: (call, ctx) => listRoute(call, ctx, authenticate),
       }),
@@ -72,9 +67,9 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           summary: "Read a live chat",
           description: "One conversation of the tenant, with its recent messages.",
           tag: "inbox",
-          parameters: [CONVERSATION_ID],
+          parameters: [routeDocs.CONVERSATION_ID],
           responses: { 200: { description: "The conversation and its recent messages.", json: "InboxConversationResponse" } },
-          errors: [...ADMIN, "validation_error", "conversation_not_found"],
+          errors: [...routeDocs.ADMIN, "validation_error", "conversation_not_found"],
         },
         handle: (call, ctx) => showRoute(call, call.params.conversation_id, ctx, authenticate),
       }),
@@ -89,10 +84,10 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           summary: "Accept a waiting live chat",
           description: "The agent takes the conversation (`livechat_active`). The body may be left out.",
           tag: "inbox",
-          parameters: [CONVERSATION_ID],
+          parameters: [routeDocs.CONVERSATION_ID],
           body: { component: "AcceptRequest", required: false },
           responses: { 200: { description: "The conversation as it is now.", json: "InboxConversationOnly" } },
-          errors: [...ADMIN, ...JSON_BODY, "conversation_not_found", "livechat_conflict"],
+          errors: [...routeDocs.ADMIN, ...routeDocs.JSON_BODY, "conversation_not_found", "livechat_conflict"],
         },
         handle: ({ request, params }, ctx) => acceptRoute(request, params.conversation_id, ctx, authenticate),
       }),
@@ -108,10 +103,10 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           summary: "Write to the user",
           description: "Stored with the next turn index while the live chat waits or is active; a `livechat_message_id` already stored is not stored twice.",
           tag: "inbox",
-          parameters: [CONVERSATION_ID],
+          parameters: [routeDocs.CONVERSATION_ID],
           body: { component: "AgentMessageRequest", required: true },
           responses: { 200: { description: "The message as stored.", json: "AgentMessageResponse" } },
-          errors: [...ADMIN, ...JSON_BODY, "conversation_not_found", "livechat_conflict"],
+          errors: [...routeDocs.ADMIN, ...routeDocs.JSON_BODY, "conversation_not_found", "livechat_conflict"],
         },
         handle: ({ request, params }, ctx) => sendRoute(request, params.conversation_id, ctx, authenticate),
       }),
@@ -126,9 +121,9 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           summary: "Close a live chat",
           description: "The agent ends the live chat (`livechat_closed`); the bot takes the next message. No body.",
           tag: "inbox",
-          parameters: [CONVERSATION_ID],
+          parameters: [routeDocs.CONVERSATION_ID],
           responses: { 200: { description: "The conversation as it is now.", json: "InboxConversationOnly" } },
-          errors: [...ADMIN, "conversation_not_found", "livechat_conflict"],
+          errors: [...routeDocs.ADMIN, "conversation_not_found", "livechat_conflict"],
         },
         handle: ({ request, params }, ctx) => closeRoute(request, params.conversation_id, ctx, authenticate),
       }),
@@ -144,9 +139,9 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           description: "Server-sent events from every instance, until the client leaves (a comment every 15 s keeps it open).",
           tag: "inbox",
           responses: {
-            200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"], optionalHeaders: HOP_BY_HOP },
+            200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"], optionalHeaders: routeDocs.HOP_BY_HOP },
           },
-          errors: [...ADMIN, ...STREAMED],
+          errors: [...routeDocs.ADMIN, ...routeDocs.STREAMED],
         },
         handle: ({ request }, ctx) => feedRoute(request, ctx, authenticate),
       }),

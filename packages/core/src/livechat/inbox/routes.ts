@@ -1,17 +1,7 @@
 import type { z } from "zod";
-import { adminRequest, type AdminAuthenticate } from "../../admin/request.js";
-import type { ServiceContext } from "../../context.js";
-import { messageView } from "../../conversations/message-view.js";
-import { parseJson, readRawBody, requireJsonContentType } from "../../http/body.js";
-import { ServiceError } from "../../http/errors.js";
-import { jsonResponse } from "../../http/respond.js";
-import { validate } from "../../http/validate.js";
-import type { RouteCall } from "../../plugin/route.js";
-import type { RouteRequest } from "../../plugins.js";
-import type { ChannelRecord, ConversationMode, ConversationRecord } from "../../storage/types.js";
-import { agentMessageSchema } from "../schemas.js";
 import { acceptBodySchema, type inboxConversationQuerySchema, type inboxListQuerySchema } from "./schemas.js";
 import { inboxConversationView } from "./views.js";
+import { type AdminAuthenticate, adminRequest, agentMessageSchema, type ChannelRecord, type ConversationMode, type ConversationRecord, jsonResponse, messageView, parseJson, readRawBody, requireJsonContentType, type RouteCall, type RouteRequest, type ServiceContext, ServiceError, validate } from "../../plugin/api.js";
 
 type InboxListQuery = z.output<typeof inboxListQuerySchema>;
 type InboxConversationQuery = z.output<typeof inboxConversationQuerySchema>;

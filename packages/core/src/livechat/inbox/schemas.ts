@@ -1,7 +1,5 @@
 import { z } from "zod";
-import { integerParam } from "../../http/validate.js";
-import { messageViewSchema } from "../../conversations/message-view.js";
-import { liveChatViewSchema, livechatConversationIdSchema } from "../schemas.js";
+import { integerParam, livechatConversationIdSchema, liveChatViewSchema, messageViewSchema } from "../../plugin/api.js";
 
 /** Which live chats `GET /api/v1/livechat/conversations` lists. */
 export const inboxListQuerySchema = z.strictObject({

@@ -1,6 +1,4 @@
-import type { LiveChatService } from "../../context.js";
-import type { ChannelRecord, ConversationRecord } from "../../storage/types.js";
-import { liveChatView } from "../view.js";
+import { type ChannelRecord, type ConversationRecord, type LiveChatService, liveChatView } from "../../plugin/api.js";
 
 /** A conversation as the inbox's agents see it: its live chat now, and since when. */
 export function inboxConversationView(livechat: LiveChatService, channel: ChannelRecord | null, conversation: ConversationRecord) {

@@ -1,10 +1,4 @@
-import { authenticateRequest } from "../auth/authenticate.js";
-import { checkSignedRequest } from "../auth/channel-signature.js";
-import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
-import type { ServiceContext } from "../context.js";
-import type { IncomingRequest, Reply } from "../http/reply.js";
-import { json } from "../http/respond.js";
-import { liveChatView } from "./view.js";
+import { authenticateRequest, checkSignedRequest, conversationOrDetail, type IncomingRequest, isDetailReply, json, liveChatView, type Reply, type ServiceContext } from "../../plugin/api.js";
 
 /**
  * `POST /public/v1/api/conversations/{conversation_id}/livechat/cancel`: the user leaves the

@@ -1,12 +1,4 @@
-import { authenticateRequest } from "../auth/authenticate.js";
-import { conversationOrDetail, isDetailReply } from "../channels/api/conversation.js";
-import type { ServiceContext } from "../context.js";
-import { messageView } from "../conversations/message-view.js";
-import { ServiceError } from "../http/errors.js";
-import type { IncomingRequest, Reply } from "../http/reply.js";
-import { type PushStream, SSE_HEADERS, sseEvent } from "../http/sse.js";
-import type { ChannelRecord } from "../storage/types.js";
-import { liveChatView } from "./view.js";
+import { authenticateRequest, type ChannelRecord, conversationOrDetail, type IncomingRequest, isDetailReply, liveChatView, messageView, type PushStream, type Reply, type ServiceContext, ServiceError, SSE_HEADERS, sseEvent } from "../../plugin/api.js";
 
 /** Messages read per query when a subscription catches up. */
 const PAGE = 100;

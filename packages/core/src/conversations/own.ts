@@ -1,8 +1,8 @@
-import { ServiceError } from "../../http/errors.js";
-import type { Reply } from "../../http/reply.js";
-import { json } from "../../http/respond.js";
-import { canonicalId } from "../../storage/records.js";
-import type { ChannelRecord, ConversationRecord, Storage } from "../../storage/types.js";
+import { ServiceError } from "../http/errors.js";
+import type { Reply } from "../http/reply.js";
+import { json } from "../http/respond.js";
+import { canonicalId } from "../storage/records.js";
+import type { ChannelRecord, ConversationRecord, Storage } from "../storage/types.js";
 
 /**
  * The conversation a request names, if it may be used on this channel: unknown or of another

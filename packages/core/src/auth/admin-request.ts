@@ -1,9 +1,9 @@
-import type { AdminCredentials } from "../auth/admin-token.js";
+import type { AuditOperation } from "../admin/audit.js";
+import type { AdminCaller, ChannelAdmin } from "../admin/operations.js";
 import type { ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import type { RouteRequest } from "../plugins.js";
-import type { AuditOperation } from "./audit.js";
-import { type AdminCaller, type ChannelAdmin, createChannelAdmin, recordRefusal } from "./operations.js";
+import type { AdminCredentials } from "./admin-token.js";
 
 /** Authenticates an admin request (see `adminAuthenticator`). */
 export type AdminAuthenticate = (request: RouteRequest) => Promise<AdminCredentials>;
@@ -35,9 +35,9 @@ export async function adminRequest(
     await ctx.limits.forRefusedAdmin(request, credentials.actor);
     const error = new ServiceError("forbidden");
     const outsider = { ...caller, actor: `${credentials.actor ?? "a token without a subject"} (not granted this tenant)` };
-    if (operation) await recordRefusal(ctx, outsider, operation.name, { tenantId: caller.tenantId, channelId: operation.channelId }, error);
+    if (operation) await ctx.admin.refused(outsider, operation.name, { tenantId: caller.tenantId, channelId: operation.channelId }, error);
     throw error;
   }
   await ctx.limits.forTenant(request, credentials.tenantId);
-  return { caller, admin: createChannelAdmin(ctx, caller) };
+  return { caller, admin: ctx.admin.as(caller) };
 }
