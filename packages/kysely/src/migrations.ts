@@ -9,6 +9,7 @@ import { runTimeout } from "./migration-0007-run-timeout.js";
 import { rateLimits } from "./migration-0008-rate-limits.js";
 import { runStreams } from "./migration-0009-run-streams.js";
 import { idempotencyKeys } from "./migration-0010-idempotency-keys.js";
+import { pluginStore } from "./migration-0011-plugin-store.js";
 import { channelSettings } from "./migration-0012-channel-settings.js";
 import { withMigrationLock } from "./migration-lock.js";
 
@@ -130,6 +131,7 @@ export const migrations: Record<string, Migration> = {
   "0008_rate_limits": rateLimits,
   "0009_run_streams": runStreams,
   "0010_idempotency_keys": idempotencyKeys,
+  "0011_plugin_store": pluginStore,
   "0012_channel_settings": channelSettings,
 };
 

@@ -17,6 +17,24 @@ export interface Database {
   live_feed: LiveFeedTable;
   run_stream_chunks: RunStreamChunksTable;
   idempotency_keys: IdempotencyKeysTable;
+  plugin_kv: PluginKvTable;
+  plugin_leases: PluginLeasesTable;
+}
+
+/** A plugin's value (`storage.pluginStore(id)`): its JSON text, and when it expires (null: never). */
+export interface PluginKvTable {
+  plugin_id: string;
+  key: string;
+  value: string;
+  expires_at: string | null;
+}
+
+/** A plugin's lease: who holds it, until when. */
+export interface PluginLeasesTable {
+  plugin_id: string;
+  name: string;
+  holder: string;
+  expires_at: string;
 }
 
 /** A request's `Idempotency-Key` in its channel: the hash of its body, its holder while it runs, then its answer. */

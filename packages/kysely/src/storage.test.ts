@@ -201,6 +201,7 @@ describe("migrate", () => {
       "0008_rate_limits",
       "0009_run_streams",
       "0010_idempotency_keys",
+      "0011_plugin_store",
       "0012_channel_settings",
     ]);
   });

@@ -17,6 +17,7 @@ import type {
   LiveFeed,
   MessageRecord,
   ModeChange,
+  PluginStore,
   RateLimitStore,
   RunRecord,
   RunStreamStore,
@@ -48,6 +49,7 @@ import {
 import { migrateToLatest, schemaStatusOf } from "./migrations.js";
 import { completeRunKey, MESSAGE_VALUE_COLUMNS, RUN_OUTCOME_COLUMNS, RUN_VALUE_COLUMNS, requestPathQueries } from "./queries.js";
 import { kyselyIdempotency } from "./idempotency.js";
+import { kyselyPluginStores } from "./plugin-store.js";
 import { kyselyRunStreams } from "./run-streams.js";
 import {
   type ChannelsTable,
@@ -91,6 +93,7 @@ export class KyselyStorage implements Storage {
   readonly runStreams: RunStreamStore;
   /** Where the keys of idempotent requests are kept, shared by every instance on this database. */
   readonly idempotency: IdempotencyStore;
+  readonly #pluginStores: (pluginId: string) => PluginStore;
   /**
    * Whether a run that is not recorded gets its `running` row with its claim: where the claim
    * is one statement (Postgres), the row costs it nothing. Elsewhere (SQLite) it is written
@@ -113,6 +116,7 @@ export class KyselyStorage implements Storage {
     this.#queries = requestPathQueries(db);
     this.runStreams = kyselyRunStreams(db, executor);
     this.idempotency = kyselyIdempotency(db, executor);
+    this.#pluginStores = kyselyPluginStores(db, executor);
     if (feed) this.feed = feed(executor);
     this.announcesTurns = this.feed !== undefined && executor.dataModifyingCtes;
     if (rateLimits) this.rateLimits = rateLimits;
@@ -125,6 +129,11 @@ export class KyselyStorage implements Storage {
   /** Which of the migrations this version knows the database lacks (and which it has that this version does not know). */
   schemaStatus(): Promise<SchemaStatus> {
     return schemaStatusOf(this.db);
+  }
+
+  /** The key-value and lease store of the plugin `pluginId`, on this database (see `kyselyPluginStores`). */
+  pluginStore(pluginId: string): PluginStore {
+    return this.#pluginStores(pluginId);
   }
 
   async close(): Promise<void> {

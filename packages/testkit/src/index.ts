@@ -121,7 +121,7 @@ export interface ContractSuiteOptions {
 
 export { serviceTarget, listenOnFreePort, type ServiceTargetOptions, type TestStore, type ListeningServer } from "./target.js";
 export { sqliteTestStore, postgresTestStore, memoryTestStore } from "./stores.js";
-export { storageContract, type StorageUnderTest } from "./storage-contract.js";
+export { pluginStoreContract, storageContract, type StorageUnderTest } from "./storage-contract.js";
 export { expectExactSignedBody, expectPrefixBoundary, pingPlugin, streamingProbe, UNUSUAL_SIGNED_BODY, type StreamingProbe } from "./adapter.js";
 
 export {

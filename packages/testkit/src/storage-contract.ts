@@ -12,6 +12,7 @@ import type {
   IdempotentResponse,
   ModeChange,
   NewMessage,
+  PluginStore,
   RunRecord,
   RunStatus,
   RunTicket,
@@ -1506,6 +1507,219 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(winners).toHaveLength(1);
         for (const result of results) if (result !== null) expect(result.token).toBe(winners[0]?.token);
       });
+    });
+
+    pluginStoreGroup(() => storage);
+  });
+}
+
+/**
+ * Declares the behaviour of {@link Storage.pluginStore} alone (the "plugin store" group of
+ * {@link storageContract}), for a store that does not run the whole contract: `open` as there.
+ *
+ * @example
+ * pluginStoreContract("D1", async () => d1(binding));
+ */
+export function pluginStoreContract(name: string, open: () => Promise<StorageUnderTest>): void {
+  describe(`Plugin store contract: ${name}`, () => {
+    let opened: StorageUnderTest | undefined;
+    let storage: Storage;
+    beforeAll(async () => {
+      opened = await open();
+      storage = "dispose" in opened ? opened.storage : opened;
+      await storage.migrate();
+    });
+    afterAll(async () => {
+      if (!opened) return;
+      await storage.close();
+      if ("dispose" in opened) await opened.dispose();
+    });
+    pluginStoreGroup(() => storage);
+  });
+}
+
+/** Waits until this process's clock is past `ms` from now: what a value or lease of that ttl, set now, needs to expire. */
+async function pastTtl(ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() <= until) await new Promise((resolve) => setTimeout(resolve, Math.max(1, until + 1 - Date.now())));
+}
+
+/** How long a value or lease that must not expire during a test lives, in ms. */
+const LONG_MS = 600_000;
+/** How long one that a test waits out lives, in ms. */
+const SHORT_MS = 25;
+
+/** The "plugin store" group: values, ttls, add once, namespacing and leases, on the storage `current()` gives. */
+function pluginStoreGroup(current: () => Storage): void {
+  describe("plugin store", () => {
+    /** The store of a new plugin id: tests never see each other's keys. */
+    const fresh = (): PluginStore => current().pluginStore(`test-${crypto.randomUUID()}`);
+
+    it("reads back what set stored, as JSON and as a copy; set replaces; an absent key is undefined", async () => {
+      const store = fresh();
+      expect(await store.get("nothing")).toBeUndefined();
+      const value = { text: "Grüße 😀 \u0000 ok", list: [1, 2.5, -3], nested: { yes: true, no: false, none: null } };
+      await store.set("object", value);
+      value.list.push(4);
+      const read = await store.get<typeof value>("object");
+      expect(read).toEqual({ text: "Grüße 😀 \u0000 ok", list: [1, 2.5, -3], nested: { yes: true, no: false, none: null } });
+      read?.list.push(5);
+      expect((await store.get<typeof value>("object"))?.list).toEqual([1, 2.5, -3]);
+      for (const [key, scalar] of [
+        ["zero", 0],
+        ["false", false],
+        ["null", null],
+        ["empty", ""],
+        ["array", []],
+      ] as const) {
+        await store.set(key, scalar);
+        expect(await store.get(key)).toEqual(scalar);
+      }
+      // JSON's own conversions: a date is its ISO text, an undefined property is left out.
+      await store.set("json", { at: new Date(T0), gone: undefined });
+      expect(await store.get("json")).toEqual({ at: new Date(T0).toISOString() });
+      await store.set("object", "replaced");
+      expect(await store.get("object")).toBe("replaced");
+      // Any string is a key, an empty one or a long one included.
+      const long = "k".repeat(2000);
+      await store.set("", "empty key");
+      await store.set(long, "long key");
+      expect([await store.get(""), await store.get(long)]).toEqual(["empty key", "long key"]);
+    });
+
+    it("a value with a ttl reads as absent once it expired; one without is kept; set replaces the ttl", async () => {
+      const store = fresh();
+      await store.set("long", 1, { ttlMs: LONG_MS });
+      await store.set("short", 2, { ttlMs: SHORT_MS });
+      await store.set("kept", 3, { ttlMs: SHORT_MS });
+      await store.set("kept", 4);
+      await store.set("shortened", 5);
+      await store.set("shortened", 6, { ttlMs: SHORT_MS });
+      await pastTtl(SHORT_MS);
+      expect(await store.get("long")).toBe(1);
+      expect(await store.get("short")).toBeUndefined();
+      expect(await store.get("kept")).toBe(4);
+      expect(await store.get("shortened")).toBeUndefined();
+      // Read as absent again (deleted when first met, or not), and not there to delete.
+      expect(await store.get("short")).toBeUndefined();
+      expect(await store.delete("shortened")).toBe(false);
+      await store.set("short", 7);
+      expect(await store.get("short")).toBe(7);
+    });
+
+    it("add sets a key only when it is absent or expired, and says whether it did", async () => {
+      const store = fresh();
+      expect(await store.add("delivery-1", { by: "first" })).toBe(true);
+      expect(await store.add("delivery-1", { by: "second" })).toBe(false);
+      expect(await store.add("delivery-1", { by: "third" }, { ttlMs: LONG_MS })).toBe(false);
+      expect(await store.get("delivery-1")).toEqual({ by: "first" });
+      await store.set("delivery-2", "set", { ttlMs: LONG_MS });
+      expect(await store.add("delivery-2", "added")).toBe(false);
+      expect(await store.get("delivery-2")).toBe("set");
+      // Expired: added again, with the new ttl (none: for ever).
+      expect(await store.add("expiring", "old", { ttlMs: SHORT_MS })).toBe(true);
+      await pastTtl(SHORT_MS);
+      expect(await store.add("expiring", "new")).toBe(true);
+      expect(await store.add("expiring", "newer")).toBe(false);
+      expect(await store.get("expiring")).toBe("new");
+      // Deleted: added again.
+      expect(await store.delete("delivery-1")).toBe(true);
+      expect(await store.add("delivery-1", { by: "fourth" })).toBe(true);
+      expect(await store.get("delivery-1")).toEqual({ by: "fourth" });
+    });
+
+    it("of 20 adds of one key at once, exactly one wins, and its value is the one stored", async () => {
+      const store = fresh();
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.add("race", i)));
+      const winners = results.flatMap((won, i) => (won ? [i] : []));
+      expect(winners).toHaveLength(1);
+      expect(await store.get("race")).toBe(winners[0]);
+    });
+
+    it("delete removes a key and says whether it was there", async () => {
+      const store = fresh();
+      expect(await store.delete("k")).toBe(false);
+      await store.set("k", "v");
+      await store.set("other", "w");
+      expect(await store.delete("k")).toBe(true);
+      expect(await store.get("k")).toBeUndefined();
+      expect(await store.delete("k")).toBe(false);
+      expect(await store.get("other")).toBe("w");
+    });
+
+    it("namespaces keys and leases by plugin id: two plugins never see each other's; one id is one store", async () => {
+      const id = `test-${crypto.randomUUID()}`;
+      const [a, b] = [current().pluginStore(id), current().pluginStore(`${id}-other`)];
+      await a.set("same", "a's");
+      expect(await b.get("same")).toBeUndefined();
+      expect(await b.add("same", "b's")).toBe(true);
+      expect([await a.get("same"), await b.get("same")]).toEqual(["a's", "b's"]);
+      expect(await a.delete("same")).toBe(true);
+      expect(await b.get("same")).toBe("b's");
+      expect(await a.acquireLease("leader", "holder-a", LONG_MS)).toBe(true);
+      expect(await b.acquireLease("leader", "holder-b", LONG_MS)).toBe(true);
+      expect(await b.releaseLease("leader", "holder-a")).toBe(false);
+      // The store of the same id, asked again, is the same data.
+      const again = current().pluginStore(id);
+      await again.set("shared", 1);
+      expect(await a.get("shared")).toBe(1);
+      expect(await again.acquireLease("leader", "holder-b", LONG_MS)).toBe(false);
+      expect(await again.releaseLease("leader", "holder-a")).toBe(true);
+    });
+
+    it("a lease has one holder: taken when free, renewed by its holder, refused to another until released or lapsed", async () => {
+      const store = fresh();
+      expect(await store.acquireLease("leader", "a", LONG_MS)).toBe(true);
+      expect(await store.acquireLease("leader", "b", LONG_MS)).toBe(false);
+      // The same holder renews it (here for a short time).
+      expect(await store.acquireLease("leader", "a", LONG_MS)).toBe(true);
+      expect(await store.releaseLease("leader", "b")).toBe(false);
+      expect(await store.acquireLease("leader", "b", LONG_MS)).toBe(false);
+      expect(await store.acquireLease("leader", "a", SHORT_MS)).toBe(true);
+      await pastTtl(SHORT_MS);
+      // Lapsed: taken by another; its old holder is refused and releases nothing.
+      expect(await store.acquireLease("leader", "b", LONG_MS)).toBe(true);
+      expect(await store.acquireLease("leader", "a", LONG_MS)).toBe(false);
+      expect(await store.releaseLease("leader", "a")).toBe(false);
+      expect(await store.acquireLease("leader", "a", LONG_MS)).toBe(false);
+      // Released: free for anyone, once.
+      expect(await store.releaseLease("leader", "b")).toBe(true);
+      expect(await store.releaseLease("leader", "b")).toBe(false);
+      expect(await store.acquireLease("leader", "a", LONG_MS)).toBe(true);
+      // Leases and values do not mix, and two leases are two.
+      expect(await store.get("leader")).toBeUndefined();
+      expect(await store.acquireLease("other", "b", LONG_MS)).toBe(true);
+      // A lease that lapsed with no one taking it is no longer held: its release says so.
+      expect(await store.acquireLease("lapsing", "a", SHORT_MS)).toBe(true);
+      await pastTtl(SHORT_MS);
+      expect(await store.releaseLease("lapsing", "a")).toBe(false);
+      expect(await store.acquireLease("lapsing", "b", LONG_MS)).toBe(true);
+    });
+
+    it("of 20 holders acquiring one lease at once, exactly one holds it", async () => {
+      const store = fresh();
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.acquireLease("race", `holder-${i}`, LONG_MS)));
+      const holders = results.flatMap((held, i) => (held ? [`holder-${i}`] : []));
+      expect(holders).toHaveLength(1);
+      expect(await store.acquireLease("race", holders[0] as string, LONG_MS)).toBe(true);
+      expect(await store.acquireLease("race", "late", LONG_MS)).toBe(false);
+    });
+
+    it("refuses what no store keeps: a value JSON has no text for, a ttl that is not a positive number, U+0000 in a key", async () => {
+      const store = fresh();
+      await expect(store.set("k", undefined)).rejects.toThrow(TypeError);
+      await expect(store.add("k", () => 1)).rejects.toThrow(TypeError);
+      await expect(store.set("k", { n: 1n })).rejects.toThrow(TypeError);
+      for (const ttlMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+        await expect(store.set("k", 1, { ttlMs })).rejects.toThrow(TypeError);
+        await expect(store.acquireLease("lease", "a", ttlMs)).rejects.toThrow(TypeError);
+      }
+      await expect(store.set("a\u0000b", 1)).rejects.toThrow(TypeError);
+      await expect(store.acquireLease("lease", "a\u0000b", LONG_MS)).rejects.toThrow(TypeError);
+      // Nothing was stored or taken by the refused calls.
+      expect(await store.get("k")).toBeUndefined();
+      expect(await store.acquireLease("lease", "a", LONG_MS)).toBe(true);
+      expect(() => current().pluginStore("")).toThrow(TypeError);
     });
   });
 }

@@ -1,4 +1,5 @@
 import { memoryIdempotencyStore } from "./memory-idempotency.js";
+import { memoryPluginStores } from "./memory-plugin-store.js";
 import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
 import { ABANDONED_RUN_ERROR, storedChannelPatch } from "./records.js";
@@ -365,6 +366,7 @@ export function memoryStorage(): Storage {
   const storage: Storage = {
     runStreams,
     idempotency: memoryIdempotencyStore(() => open()),
+    pluginStore: memoryPluginStores(() => open()),
 
     async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
       open();

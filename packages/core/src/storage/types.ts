@@ -674,8 +674,12 @@ export interface Storage {
    * (memory) refuse a plugin with migrations.
    */
   migrate(options?: MigrateOptions): Promise<void>;
-  /** The key-value and lease store of the plugin `pluginId`, shared by every instance on the database. */
-  pluginStore?(pluginId: string): PluginStore;
+  /**
+   * The key-value and lease store of the plugin `pluginId`, shared by every instance on the
+   * database: every store has one (the memory storage's is the process's). Two plugins never
+   * see each other's keys or leases.
+   */
+  pluginStore(pluginId: string): PluginStore;
   /**
    * Which migrations the database lacks, or has that this version does not know, read without
    * changing anything. `createChannelService` asks it at start-up and refuses to start on a
