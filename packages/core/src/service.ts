@@ -223,7 +223,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     );
   }
 
-  await checkSchema(options.storage, logger);
+  await checkSchema(options, logger);
 
   const flows = new Map<string, RegisteredFlow>();
   for (const flow of options.flows) {
@@ -350,18 +350,24 @@ const HOW_TO_MIGRATE = "run `await storage.migrate()` before `createChannelServi
 /**
  * Refuses to start on a schema that is missing or behind (every request would otherwise
  * answer 500, its log saying `no such table: api_keys`), naming the pending migrations and
- * how to apply them; warns of migrations this version does not know (a newer one migrated the
- * database). Storages without `schemaStatus` are not checked.
+ * how to apply them, the tables of the service's plugins included (`ChannelPlugin.schema`,
+ * pending as `<plugin id>/<name>`); warns of migrations this version does not know (a newer
+ * one migrated the database). Storages without `schemaStatus` are not checked.
  */
-async function checkSchema(storage: Storage, logger: Logger): Promise<void> {
+async function checkSchema(options: ChannelServiceOptions, logger: Logger): Promise<void> {
+  const { storage } = options;
   if (!storage.schemaStatus) return;
-  const { known, pending, unknown } = await storage.schemaStatus();
+  // Every plugin the service mounts may have tables: its channels, its live chat, its plugins.
+  const plugins = [...(options.channels ?? []), ...(options.livechat ? [options.livechat] : []), ...(options.plugins ?? [])];
+  const { known, pending, unknown } = await storage.schemaStatus({ plugins });
   if (pending.length > 0 && pending.length === known.length) {
     throw new Error(`channelkit: the database has no channelkit schema (none of its ${known.length} migrations is applied): ${HOW_TO_MIGRATE}.`);
   }
   if (pending.length > 0) {
+    // A plugin's migration is recorded as `<plugin id>/<name>`: those run when migrate is given the plugins.
+    const withPlugins = pending.some((name) => name.includes("/")) ? " (the plugins' migrations run with `await storage.migrate({ plugins })`)" : "";
     throw new Error(
-      `channelkit: the database schema is behind: ${pending.length} of ${known.length} migrations are not applied (${pending.join(", ")}): ${HOW_TO_MIGRATE}.`,
+      `channelkit: the database schema is behind: ${pending.length} of ${known.length} migrations are not applied (${pending.join(", ")}): ${HOW_TO_MIGRATE}${withPlugins}.`,
     );
   }
   if (unknown.length > 0) {

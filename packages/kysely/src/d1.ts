@@ -17,6 +17,9 @@ import { type Executor, runBody } from "./executor.js";
 import type { Database } from "./schema.js";
 import { KyselyStorage } from "./storage.js";
 
+// A Worker imports this entry only (the main one loads Node's drivers): a plugin's own queries too.
+export { pluginDatabase } from "./plugin-database.js";
+
 /** The part of a Cloudflare D1 binding (`env.DB`) the storage uses. */
 export interface D1Binding {
   prepare(sql: string): D1Statement;

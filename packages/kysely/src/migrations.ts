@@ -1,5 +1,5 @@
-import type { SchemaStatus } from "@channelkit/core";
-import { type Kysely, type Migration, type MigrationProvider, Migrator } from "kysely";
+import type { MigrateOptions, SchemaStatus } from "@channelkit/core";
+import { type Kysely, type Migration, type MigrationProvider, type MigrationResult, Migrator } from "kysely";
 import { runTurns } from "./migration-0002-run-turns.js";
 import { auditEvents } from "./migration-0003-audit-events.js";
 import { conversationLanguage } from "./migration-0004-conversation-language.js";
@@ -135,24 +135,61 @@ export const migrations: Record<string, Migration> = {
   "0012_channel_settings": channelSettings,
 };
 
-const provider: MigrationProvider = { getMigrations: async () => migrations };
-
 /** The table where Kysely's Migrator records the migrations applied. */
 const MIGRATION_TABLE = "channelkit_migration";
 
+/** The plugins of `storage.migrate({ plugins })` and `schemaStatus({ plugins })`. */
+type Plugins = MigrateOptions["plugins"];
+
 /**
- * The database's schema against {@link migrations}, read without changing anything: which
- * migrations are pending (all of them when the database was never migrated) and which applied
- * ones this version does not know.
+ * The migrations of each plugin that has some, in the order given, each plugin's in the order
+ * of their names, named as recorded: `<plugin id>/<name>`. Throws a TypeError for two plugins
+ * of one id, or an id or a name that cannot be recorded as such.
  */
-export async function schemaStatusOf(db: Kysely<any>): Promise<SchemaStatus> {
-  const known = Object.keys(migrations);
+function pluginMigrations(plugins: Plugins): { id: string; migrations: Record<string, Migration> }[] {
+  const sets: { id: string; migrations: Record<string, Migration> }[] = [];
+  const ids = new Set<string>();
+  for (const plugin of plugins ?? []) {
+    if (ids.has(plugin.id)) throw new TypeError(`channelkit: two plugins passed to migrate() have the id "${plugin.id}"`);
+    ids.add(plugin.id);
+    const names = Object.keys(plugin.schema?.migrations ?? {}).sort();
+    if (names.length === 0) continue;
+    if (!/^[a-z0-9-]+$/.test(plugin.id)) {
+      throw new TypeError(`channelkit: the plugin id "${plugin.id}" is not lower case letters, digits and "-": its migrations cannot be recorded`);
+    }
+    const set: Record<string, Migration> = {};
+    for (const name of names) {
+      if (name === "" || name.includes("/"))
+        throw new TypeError(`channelkit: the plugin "${plugin.id}" has a migration named "${name}": a name is not empty and has no "/"`);
+      set[`${plugin.id}/${name}`] = plugin.schema?.migrations[name] as Migration;
+    }
+    sets.push({ id: plugin.id, migrations: set });
+  }
+  return sets;
+}
+
+/**
+ * The database's schema against {@link migrations} and those of `plugins`, read without
+ * changing anything: which migrations are pending (all of them when the database was never
+ * migrated), channelkit's then each plugin's (`<plugin id>/<name>`), and which applied ones
+ * this version does not know (those of plugins not passed are not counted).
+ */
+export async function schemaStatusOf(db: Kysely<any>, plugins?: Plugins): Promise<SchemaStatus> {
+  const sets = pluginMigrations(plugins);
+  const known = [...Object.keys(migrations), ...sets.flatMap((set) => Object.keys(set.migrations))];
+  const knownNames = new Set(known);
+  const passed = new Set((plugins ?? []).map((plugin) => plugin.id));
   const applied = new Set(await appliedMigrations(db));
   return {
     known,
     pending: known.filter((name) => !applied.has(name)),
-    unknown: [...applied].filter((name) => !(name in migrations)).sort(),
+    unknown: [...applied].filter((name) => !knownNames.has(name) && (!name.includes("/") || passed.has(pluginOf(name)))).sort(),
   };
+}
+
+/** The plugin id of a plugin's migration as recorded (`<plugin id>/<name>`). */
+function pluginOf(recorded: string): string {
+  return recorded.slice(0, recorded.indexOf("/"));
 }
 
 /** The names in the migration table; none when the table does not exist (a database never migrated). */
@@ -168,21 +205,54 @@ async function appliedMigrations(db: Kysely<any>): Promise<string[]> {
   }
 }
 
+/** A migration applied that a set does not run: Kysely's Migrator refuses a recorded name it does not know. */
+const APPLIED: Migration = { async up() {} };
+
 /**
- * Brings the schema up to date; throws with the failing migration's error. Safe when several
- * processes call it on one database at once: they take turns (see {@link withMigrationLock}).
+ * Brings the schema up to date: channelkit's migrations, then each plugin's of `plugins` (see
+ * {@link pluginMigrations}), recorded in the one migration table; throws with the failing
+ * migration's error. Safe when several processes call it on one database at once: they take
+ * turns (see {@link withMigrationLock}), the plugins' migrations included.
+ *
+ * Each set runs through its own Migrator on the locked connection, given the names the others
+ * recorded as applied (Kysely refuses a recorded name it does not know), with unordered
+ * migrations allowed: a migration channelkit adds later sorts before a plugin's applied ones.
  */
-export async function migrateToLatest(db: Kysely<any>): Promise<void> {
-  const { error, results } = await withMigrationLock(db, (connection) =>
-    new Migrator({
-      db: connection,
-      provider,
-      migrationTableName: MIGRATION_TABLE,
-      migrationLockTableName: "channelkit_migration_lock",
-    }).migrateToLatest(),
-  );
+export async function migrateToLatest(db: Kysely<any>, plugins?: Plugins): Promise<void> {
+  const sets = [{ id: null, migrations }, ...pluginMigrations(plugins)];
+  const { error, results } = await withMigrationLock(db, async (connection) => {
+    const done: MigrationResult[] = [];
+    for (const set of sets) {
+      const own = set.id === null ? (name: string) => !name.includes("/") : (name: string) => name.startsWith(`${set.id}/`);
+      // Read before the Migrator holds the connection; the lock keeps it true until it runs.
+      const others = (await appliedMigrationsIfAny(connection)).filter((name) => !own(name));
+      const provider: MigrationProvider = { getMigrations: async () => ({ ...Object.fromEntries(others.map((name) => [name, APPLIED])), ...set.migrations }) };
+      const { error, results } = await new Migrator({
+        db: connection,
+        provider,
+        migrationTableName: MIGRATION_TABLE,
+        migrationLockTableName: "channelkit_migration_lock",
+        allowUnorderedMigrations: true,
+      }).migrateToLatest();
+      done.push(...(results ?? []));
+      if (error !== undefined) return { error, results: done };
+    }
+    return { results: done };
+  });
   if (error) {
     const failed = results?.find((result) => result.status === "Error")?.migrationName;
     throw new Error(`channelkit: migration ${failed ?? "(unknown)"} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
+}
+
+/**
+ * {@link appliedMigrations} without a failing statement: the table is looked for first, so
+ * that a caller's Postgres transaction (see withMigrationLock) is not aborted on a database
+ * never migrated.
+ */
+async function appliedMigrationsIfAny(db: Kysely<any>): Promise<string[]> {
+  const tables = await db.introspection.getTables();
+  if (!tables.some((table) => table.name === MIGRATION_TABLE)) return [];
+  const rows = await db.selectFrom(MIGRATION_TABLE).select("name").execute();
+  return rows.map((row) => String(row.name));
 }

@@ -16,6 +16,7 @@ import type {
   IdempotencyStore,
   LiveFeed,
   MessageRecord,
+  MigrateOptions,
   ModeChange,
   PluginStore,
   RateLimitStore,
@@ -122,13 +123,14 @@ export class KyselyStorage implements Storage {
     if (rateLimits) this.rateLimits = rateLimits;
   }
 
-  migrate(): Promise<void> {
-    return migrateToLatest(this.db);
+  /** Brings the schema up to date: channelkit's migrations, then those of `options.plugins` (recorded as `<plugin id>/<name>`). */
+  migrate(options?: MigrateOptions): Promise<void> {
+    return migrateToLatest(this.db, options?.plugins);
   }
 
-  /** Which of the migrations this version knows the database lacks (and which it has that this version does not know). */
-  schemaStatus(): Promise<SchemaStatus> {
-    return schemaStatusOf(this.db);
+  /** Which of the migrations this version knows (and those of `options.plugins`) the database lacks, and which it has that this version does not know. */
+  schemaStatus(options?: MigrateOptions): Promise<SchemaStatus> {
+    return schemaStatusOf(this.db, options?.plugins);
   }
 
   /** The key-value and lease store of the plugin `pluginId`, on this database (see `kyselyPluginStores`). */

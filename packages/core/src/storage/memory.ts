@@ -1,5 +1,5 @@
 import { memoryIdempotencyStore } from "./memory-idempotency.js";
-import { memoryPluginStores } from "./memory-plugin-store.js";
+import { memoryPluginStores, refuseTables } from "./memory-plugin-store.js";
 import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
 import { ABANDONED_RUN_ERROR, storedChannelPatch } from "./records.js";
@@ -19,6 +19,7 @@ import type {
   LiveChatQuery,
   LiveChatUpdate,
   MessageRecord,
+  MigrateOptions,
   ModeChange,
   NewMessage,
   RunRecord,
@@ -99,7 +100,8 @@ class ConstraintError extends Error {
  * (`sqlite()`, `postgres()`) do, runs taking turns and constraint failures included (a
  * duplicate key hash, a conversation id that exists, a run of an unknown conversation), and
  * every write is atomic. Its data is per process and lost on exit: it cannot be shared by
- * several instances of a service, so it is not for production. `migrate()` does nothing;
+ * several instances of a service, so it is not for production. `migrate()` does nothing (it
+ * refuses a plugin with tables of its own: a plugin keeps its data in `pluginStore(id)`);
  * after `close()` every call fails, as on a closed database.
  *
  * @example
@@ -655,13 +657,16 @@ export function memoryStorage(): Storage {
         .map((row) => ({ ...row, changes: JSON.parse(row.changes) }));
     },
 
-    async migrate(): Promise<void> {
+    /** Nothing to migrate: refuses a plugin with migrations (the memory storage has no tables). */
+    async migrate(options?: MigrateOptions): Promise<void> {
       open();
+      refuseTables(options);
     },
 
-    /** Always up to date: the memory storage has no schema to migrate. */
-    async schemaStatus(): Promise<SchemaStatus> {
+    /** Always up to date: the memory storage has no schema to migrate (and refuses a plugin with migrations). */
+    async schemaStatus(options?: MigrateOptions): Promise<SchemaStatus> {
       open();
+      refuseTables(options);
       return { known: [], pending: [], unknown: [] };
     },
 
