@@ -47,7 +47,7 @@ function list(value: string | undefined): string[] | undefined {
     .filter(Boolean);
 }
 
-/** `migrate`: brings the schema of the storage (the config's, else `--db`'s) up to date. */
+/** `migrate`: brings the schema of the storage (the config's, else `--db`'s) up to date, the tables of the config's plugins included. */
 export async function migrate(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {});
   const { storage } = await openHostStorage(values, io);

@@ -7,6 +7,7 @@ import {
   createChannelService,
   type LiveChatProvider,
   liveChatInbox,
+  type MigrateOptions,
   liveChatWebhookBridge,
   type ServiceRateLimits,
   type Storage,
@@ -99,10 +100,10 @@ function liveChatProvider(choice: LiveChatChoice, admin: AdminAuthOptions, env: 
   return liveChatWebhookBridge({ url, secret });
 }
 
-/** Migrates a storage the config made (the command's own is migrated as it opens). */
-async function migrated(storage: Storage): Promise<Storage> {
+/** Migrates a storage the config made, with the tables of `plugins` (the command's own is migrated as it opens). */
+async function migrated(storage: Storage, plugins: MigrateOptions["plugins"]): Promise<Storage> {
   try {
-    await storage.migrate();
+    await storage.migrate({ plugins });
   } catch (error) {
     await storage.close().catch(() => undefined);
     throw error;
@@ -122,7 +123,8 @@ export interface HostStorage {
 /**
  * Opens and migrates the storage a command works on: the config file's (`--config`, else
  * `channelkit.config.*` in the working directory), else `--db`, `$CHANNELKIT_DB` or
- * `./channelkit.db` (also when the config has no storage).
+ * `./channelkit.db` (also when the config has no storage). The tables of the config's plugins
+ * (`ChannelPlugin.schema`: its channels, live chat and plugins) are migrated with channelkit's.
  */
 export async function openHostStorage(flags: HostFlags, io: Io): Promise<HostStorage> {
   const file = findConfig(flags.config, io.cwd ?? process.cwd());
@@ -131,7 +133,8 @@ export async function openHostStorage(flags: HostFlags, io: Io): Promise<HostSto
     throw new UsageError(`--db cannot be used with ${file?.shown}: the storage is the config's (leave storage out of the config to take --db)`);
   }
   const db = config?.storage ? null : resolveDb(flags.db, io.env);
-  const storage = await failingAs("database_error", () => (config?.storage ? migrated(config.storage) : openStorage(db as string)));
+  const plugins = [...(config?.channels ?? []), ...(config?.livechat ? [config.livechat] : []), ...(config?.plugins ?? [])];
+  const storage = await failingAs("database_error", () => (config?.storage ? migrated(config.storage, plugins) : openStorage(db as string, plugins)));
   return { storage, file, config, db };
 }
 

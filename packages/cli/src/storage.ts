@@ -1,3 +1,4 @@
+import type { MigrateOptions } from "@channelkit/core";
 import { type KyselyStorage, openStorage as open } from "@channelkit/kysely";
 import { CliError } from "./errors.js";
 
@@ -7,10 +8,11 @@ export function resolveDb(flag: string | undefined, env: NodeJS.ProcessEnv): str
 }
 
 /**
- * Opens and migrates the storage behind a `--db` value: a SQLite path or a `postgres://` URL.
- * A URL of another scheme is refused by name, where SQLite would take it for a file's path.
+ * Opens and migrates the storage behind a `--db` value: a SQLite path or a `postgres://` URL,
+ * with the tables of `plugins`. A URL of another scheme is refused by name, where SQLite would
+ * take it for a file's path.
  */
-export async function openStorage(db: string): Promise<KyselyStorage> {
+export async function openStorage(db: string, plugins?: MigrateOptions["plugins"]): Promise<KyselyStorage> {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db)?.[1];
   if (scheme !== undefined && !/^postgres(ql)?$/i.test(scheme)) {
     throw new CliError(
@@ -20,7 +22,7 @@ export async function openStorage(db: string): Promise<KyselyStorage> {
   }
   const storage = open(db);
   try {
-    await storage.migrate();
+    await storage.migrate({ plugins });
   } catch (error) {
     await storage.close().catch(() => undefined);
     throw error;
