@@ -7,12 +7,18 @@ import type { ChannelRecord, ConversationRecord, Storage } from "../storage/type
 /**
  * The conversation a request names, if it may be used on this channel: unknown or of another
  * tenant is `conversation_not_found` (its existence is not revealed across tenants), same
- * tenant but another channel is `conversation_forbidden`.
+ * tenant but another channel is `conversation_forbidden`, or `conversation_not_found` too
+ * with `{ otherChannel: "not_found" }` (a channel whose clients must not learn of others').
  */
-export async function findOwnConversation(storage: Storage, channel: ChannelRecord, conversationId: string): Promise<ConversationRecord> {
+export async function findOwnConversation(
+  storage: Storage,
+  channel: ChannelRecord,
+  conversationId: string,
+  options: { otherChannel?: "forbidden" | "not_found" } = {},
+): Promise<ConversationRecord> {
   const conversation = await storage.findConversation(canonicalId(conversationId));
   if (!conversation || conversation.tenantId !== channel.tenantId) throw new ServiceError("conversation_not_found");
-  if (conversation.channelId !== channel.id) throw new ServiceError("conversation_forbidden");
+  if (conversation.channelId !== channel.id) throw new ServiceError(options.otherChannel === "not_found" ? "conversation_not_found" : "conversation_forbidden");
   return conversation;
 }
 

@@ -1,7 +1,25 @@
 import { webhookRequest } from "./channel.js";
 import { botMessages } from "./events.js";
 import { newMessageSchema } from "./schemas.js";
-import { answerOnce, canonicalId, channelFlow, channelFlowAfter, type ChannelRecord, type ConversationRecord, idempotencyKeyOf, type IncomingRequest, json, type KeptAnswer, type RegisteredFlow, type Reply, runToEnd, type ServiceContext, ServiceError, validate } from "../../plugin/api.js";
+import {
+  answerOnce,
+  canonicalId,
+  channelFlow,
+  channelFlowAfter,
+  type ChannelRecord,
+  type ConversationRecord,
+  idempotencyKeyOf,
+  type IncomingRequest,
+  json,
+  type KeptAnswer,
+  type RegisteredFlow,
+  type Reply,
+  runToEnd,
+  type ServiceContext,
+  ServiceError,
+  validate,
+  findOwnConversation,
+} from "../../plugin/api.js";
 
 /**
  * `POST /channels/webhook/{client_id}/newMessage`: runs the flow on the user's input in a
@@ -18,23 +36,14 @@ export async function newMessage(request: IncomingRequest, clientId: string, ctx
   // opens its own conversations only. The run takes its ticket only on one of them
   // (`ctx.runs.start`'s 404); a request with a key is checked first, before its key is kept.
   if (key === null) {
-    const flow = await channelFlowAfter(ctx, channel, () => ownConversation(ctx, channel, conversationId));
+    const flow = await channelFlowAfter(ctx, channel, () => findOwnConversation(ctx.storage, channel, conversationId, { otherChannel: "not_found" }));
     return answer(request, ctx, channel, flow, { id: conversationId }, input.userInput, null);
   }
-  const conversation = await ownConversation(ctx, channel, conversationId);
+  const conversation = await findOwnConversation(ctx.storage, channel, conversationId, { otherChannel: "not_found" });
   const flow = channelFlow(ctx, channel);
   return answerOnce(ctx, request, { channelId: channel.id, operation: "newMessage", key, body }, (kept) =>
     answer(request, ctx, channel, flow, conversation, input.userInput, kept),
   );
-}
-
-/** The conversation of this channel, or 404 `conversation_not_found`. */
-async function ownConversation(ctx: ServiceContext, channel: ChannelRecord, conversationId: string): Promise<ConversationRecord> {
-  const conversation = await ctx.storage.findConversation(conversationId);
-  if (!conversation || conversation.channelId !== channel.id || conversation.tenantId !== channel.tenantId) {
-    throw new ServiceError("conversation_not_found");
-  }
-  return conversation;
 }
 
 /** Runs the flow on the user's input and answers its new events; `kept` keeps the answer of a request with a key. */
