@@ -212,7 +212,8 @@ export interface ChannelView {
   id: string;
   tenant_id: string;
   name: string | null;
-  type: "api" | "webhook";
+  /** `api`, `webhook`, or a channel type a plugin of the service registers (e.g. `telegram`). */
+  type: "api" | "webhook" | (string & {});
   mode: "server" | "public";
   environment: "prod" | "dev" | "staging";
   state: "active" | "inactive" | "archived";
@@ -231,6 +232,10 @@ export interface ChannelView {
   client_id?: string;
   /** Webhook channels only. */
   languages?: string[];
+  /** Channels of a plugin's type only: the type's settings that are not secrets. */
+  settings?: Record<string, unknown>;
+  /** Channels of a plugin's type only: the names of its secret settings that are set (never their values); null when the service's master key cannot open them. */
+  secrets?: string[] | null;
   created_at: string;
   updated_at: string;
 }
@@ -265,6 +270,11 @@ export interface ChannelPatch {
   livechat?: { status_messages?: Partial<Record<ConversationMode, string>>; wait_timeout_seconds?: number | null };
   /** Turning `require_signature` from false to true answers a `signing_secret`, once. */
   config?: { require_signature?: boolean };
+  /**
+   * A plugin type's settings, merged into the stored ones (`null` removes a field) and checked
+   * by the type's schema; a secret sent is sealed anew (its rotation). Refused on `api` and `webhook` channels.
+   */
+  settings?: Record<string, unknown>;
 }
 
 /** The answer of `rotateKey`: the new key, shown once. */
