@@ -53,7 +53,7 @@ export { readRawBody, parseJson, requireJsonContentType } from "../http/body.js"
 export { SSE_HEADERS, sseEvent, PushStream } from "../http/sse.js";
 
 // Who sends the request: a channel's key and signature, an admin's token.
-export { authenticateApiKey, authenticateRequest, bearerToken } from "../auth/authenticate.js";
+export { authenticateApiKey, authenticateRequest, bearerToken, type ApiKeyOptions } from "../auth/authenticate.js";
 export { checkChannelSignature, checkSignedRequest } from "../auth/channel-signature.js";
 export { adminAuthenticator, type AdminAuthOptions, type AdminCredentials } from "../auth/admin-token.js";
 export { adminRequest, type AdminAuthenticate, type AdminRequest } from "../auth/admin-request.js";
