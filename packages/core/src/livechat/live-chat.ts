@@ -99,10 +99,7 @@ export class LiveChat {
     try {
       return await provider.available({ tenantId: channel.tenantId, channelId: channel.id, conversationId });
     } catch (error) {
-      this.#logger.warn(
-        `channelkit: the live-chat provider "${provider.id}" failed to say whether an agent is available; the handover is unavailable`,
-        error,
-      );
+      this.#logger.warn(`channelkit: the live-chat provider "${provider.id}" failed to say whether an agent is available; the handover is unavailable`, error);
       return false;
     }
   }

@@ -22,7 +22,10 @@ export function routerEntries(routes: readonly AnyRoute[]): Route<ServiceContext
     entries.push({
       method: "OPTIONS",
       path,
-      handle: cors.optionalHeaders.length === 0 ? () => preflight(methods, headers) : (request) => askedPreflight(request, methods, cors.headers, cors.optionalHeaders),
+      handle:
+        cors.optionalHeaders.length === 0
+          ? () => preflight(methods, headers)
+          : (request) => askedPreflight(request, methods, cors.headers, cors.optionalHeaders),
     });
   }
   return entries;

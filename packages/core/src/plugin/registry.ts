@@ -54,7 +54,9 @@ export class PluginRegistry {
     if (plugin.errorCodes) registerErrorCodes(plugin.id, plugin.errorCodes);
     for (const type of plugin.channelTypes ?? []) {
       if (!TYPE_NAME.test(type.name) || (BUILT_IN_CHANNEL_TYPES as readonly string[]).includes(type.name)) {
-        throw new TypeError(`channelkit: plugin "${plugin.id}" registers the channel type "${type.name}": lower case letters, digits, _ and -, and not api or webhook`);
+        throw new TypeError(
+          `channelkit: plugin "${plugin.id}" registers the channel type "${type.name}": lower case letters, digits, _ and -, and not api or webhook`,
+        );
       }
       if (this.#types.has(type.name)) throw new TypeError(`channelkit: two plugins register the channel type "${type.name}"`);
       const fields = Object.keys(type.settings.shape);

@@ -3,7 +3,16 @@ import { getChannelRoute } from "./get-channel.js";
 import { rotateKeyRoute } from "./rotate-key.js";
 import { rotateSigningSecretRoute } from "./rotate-signing-secret.js";
 import { updateChannelRoute } from "./update-channel.js";
-import { type AdminAuthenticate, adminAuthenticator, type AdminAuthOptions, auditRouteQuerySchema, type ChannelPlugin, defineRoute, patchChannelBodySchema, routeDocs } from "../../plugin/api.js";
+import {
+  type AdminAuthenticate,
+  adminAuthenticator,
+  type AdminAuthOptions,
+  auditRouteQuerySchema,
+  type ChannelPlugin,
+  defineRoute,
+  patchChannelBodySchema,
+  routeDocs,
+} from "../../plugin/api.js";
 
 const CHANNEL = "/api/v1/channels/:channel_id" as const;
 /** A browser console sends the admin token and the tenant: its preflight must allow both. */

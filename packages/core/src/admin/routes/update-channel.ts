@@ -1,4 +1,16 @@
-import { type AdminAuthenticate, adminRequest, jsonResponse, parseJson, patchChannelBodySchema, readRawBody, requireJsonContentType, type RouteRequest, type ServiceContext, type UpdateChannelInput, validate } from "../../plugin/api.js";
+import {
+  type AdminAuthenticate,
+  adminRequest,
+  jsonResponse,
+  parseJson,
+  patchChannelBodySchema,
+  readRawBody,
+  requireJsonContentType,
+  type RouteRequest,
+  type ServiceContext,
+  type UpdateChannelInput,
+  validate,
+} from "../../plugin/api.js";
 
 /**
  * `PATCH /api/v1/channels/{channel_id}`: `{ channel, signing_secret? }`, the secret only when

@@ -1,4 +1,18 @@
-import { authenticateRequest, type ChannelRecord, conversationOrDetail, type IncomingRequest, isDetailReply, liveChatView, messageView, type PushStream, type Reply, type ServiceContext, ServiceError, SSE_HEADERS, sseEvent } from "../../plugin/api.js";
+import {
+  authenticateRequest,
+  type ChannelRecord,
+  conversationOrDetail,
+  type IncomingRequest,
+  isDetailReply,
+  liveChatView,
+  messageView,
+  type PushStream,
+  type Reply,
+  type ServiceContext,
+  ServiceError,
+  SSE_HEADERS,
+  sseEvent,
+} from "../../plugin/api.js";
 
 /** Messages read per query when a subscription catches up. */
 const PAGE = 100;

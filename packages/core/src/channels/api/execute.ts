@@ -1,4 +1,31 @@
-import { answerOnce, authenticateRequest, canonicalId, channelFlow, channelFlowAfter, type ChannelRecord, checkChannelSignature, type ConversationRecord, findOwnConversation, idempotencyKeyOf, type IncomingRequest, isServiceError, json, type KeptAnswer, parseJson, readRawBody, type RegisteredFlow, type Reply, requireJsonContentType, runDocument, runToEnd, type ServiceContext, sha256Hex, UI_STREAM_HEADERS, uiMessageStream, validate } from "../../plugin/api.js";
+import {
+  answerOnce,
+  authenticateRequest,
+  canonicalId,
+  channelFlow,
+  channelFlowAfter,
+  type ChannelRecord,
+  checkChannelSignature,
+  type ConversationRecord,
+  findOwnConversation,
+  idempotencyKeyOf,
+  type IncomingRequest,
+  isServiceError,
+  json,
+  type KeptAnswer,
+  parseJson,
+  readRawBody,
+  type RegisteredFlow,
+  type Reply,
+  requireJsonContentType,
+  runDocument,
+  runToEnd,
+  type ServiceContext,
+  sha256Hex,
+  UI_STREAM_HEADERS,
+  uiMessageStream,
+  validate,
+} from "../../plugin/api.js";
 import type { z } from "zod";
 import { executeRequestSchema } from "./schemas.js";
 

@@ -1,4 +1,15 @@
-import { authenticateRequest, conversationOrDetail, fitTokenBudget, isDetailReply, json, liveChatView, messageView, type Reply, type RouteCall, type ServiceContext } from "../../plugin/api.js";
+import {
+  authenticateRequest,
+  conversationOrDetail,
+  fitTokenBudget,
+  isDetailReply,
+  json,
+  liveChatView,
+  messageView,
+  type Reply,
+  type RouteCall,
+  type ServiceContext,
+} from "../../plugin/api.js";
 import type { z } from "zod";
 import type { historyQuerySchema } from "./schemas.js";
 

@@ -1,4 +1,14 @@
-import { authenticateRequest, checkSignedRequest, conversationOrDetail, type IncomingRequest, isDetailReply, json, liveChatView, type Reply, type ServiceContext } from "../../plugin/api.js";
+import {
+  authenticateRequest,
+  checkSignedRequest,
+  conversationOrDetail,
+  type IncomingRequest,
+  isDetailReply,
+  json,
+  liveChatView,
+  type Reply,
+  type ServiceContext,
+} from "../../plugin/api.js";
 
 /**
  * `POST /public/v1/api/conversations/{conversation_id}/livechat/cancel`: the user leaves the

@@ -98,8 +98,7 @@ export function apiChannel(): ChannelPlugin {
             {
               name: "after",
               in: "query",
-              description:
-                "Replays the live-chat messages after this turn index (-1: all); without it (or `Last-Event-ID`) the stream starts from now.",
+              description: "Replays the live-chat messages after this turn index (-1: all); without it (or `Last-Event-ID`) the stream starts from now.",
               schema: z.int().min(-1),
             },
             { name: "Last-Event-ID", in: "header", description: "What a reconnecting `EventSource` sends: as `after`.", schema: z.string().regex(/^-?\d+$/) },

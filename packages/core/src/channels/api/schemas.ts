@@ -1,6 +1,13 @@
 import { z } from "zod";
-import { conversationIdSchema, conversationModeSchema, integerParam, liveChatViewSchema, messageViewSchema, metadataSchema, userText } from "../../plugin/api.js";
-
+import {
+  conversationIdSchema,
+  conversationModeSchema,
+  integerParam,
+  liveChatViewSchema,
+  messageViewSchema,
+  metadataSchema,
+  userText,
+} from "../../plugin/api.js";
 
 /** The execute request body. Unknown fields are ignored. */
 export const executeRequestSchema = z.object({

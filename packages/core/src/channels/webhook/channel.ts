@@ -1,4 +1,13 @@
-import { type ChannelRecord, checkChannelSignature, type IncomingRequest, parseJson, readRawBody, requireJsonContentType, type ServiceContext, ServiceError } from "../../plugin/api.js";
+import {
+  type ChannelRecord,
+  checkChannelSignature,
+  type IncomingRequest,
+  parseJson,
+  readRawBody,
+  requireJsonContentType,
+  type ServiceContext,
+  ServiceError,
+} from "../../plugin/api.js";
 
 /**
  * The webhook channel of `clientId` and the request's JSON body, with the checks of both

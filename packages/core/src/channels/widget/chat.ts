@@ -1,5 +1,19 @@
 import { type ChatTurn, chatTurn } from "./chat-turn.js";
-import { authenticateRequest, channelFlow, type ChannelRecord, checkChannelSignature, type IncomingRequest, parseJson, readRawBody, type Reply, requireJsonContentType, type ServiceContext, type StartedRun, UI_STREAM_HEADERS, uiMessageStream } from "../../plugin/api.js";
+import {
+  authenticateRequest,
+  channelFlow,
+  type ChannelRecord,
+  checkChannelSignature,
+  type IncomingRequest,
+  parseJson,
+  readRawBody,
+  type Reply,
+  requireJsonContentType,
+  type ServiceContext,
+  type StartedRun,
+  UI_STREAM_HEADERS,
+  uiMessageStream,
+} from "../../plugin/api.js";
 
 /**
  * `POST /public/widget/chat`: runs the channel's flow on the user's message and always

@@ -1,6 +1,16 @@
 import { BRIDGE_SIGNATURE_HEADER } from "./deliveries.js";
 import { bridgeEventSchema } from "./schemas.js";
-import { jsonResponse, liveChatView, parseJson, readRawBody, requireJsonContentType, type RouteRequest, type ServiceContext, validate, verifySignature } from "../../plugin/api.js";
+import {
+  jsonResponse,
+  liveChatView,
+  parseJson,
+  readRawBody,
+  requireJsonContentType,
+  type RouteRequest,
+  type ServiceContext,
+  validate,
+  verifySignature,
+} from "../../plugin/api.js";
 
 /**
  * `POST /api/v1/livechat/bridge/events`: the human side's events, signed with the bridge's

@@ -1,6 +1,17 @@
 import { channelsOf } from "./routes.js";
 import { inboxConversationView } from "./views.js";
-import { type AdminAuthenticate, adminRequest, messageView, type Reply, type RouteRequest, type ServiceContext, SSE_HEADERS, sseEvent, type TenantSignal, toResponse } from "../../plugin/api.js";
+import {
+  type AdminAuthenticate,
+  adminRequest,
+  messageView,
+  type Reply,
+  type RouteRequest,
+  type ServiceContext,
+  SSE_HEADERS,
+  sseEvent,
+  type TenantSignal,
+  toResponse,
+} from "../../plugin/api.js";
 
 /**
  * `GET /api/v1/livechat/feed`: what the tenant's agents must see, as server-sent events, from

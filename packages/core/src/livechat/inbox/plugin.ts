@@ -1,7 +1,15 @@
 import { feedRoute } from "./feed.js";
 import { acceptRoute, closeRoute, listRoute, sendRoute, showRoute } from "./routes.js";
 import { inboxConversationQuerySchema, inboxListQuerySchema } from "./schemas.js";
-import { type AdminAuthenticate, adminAuthenticator, type AdminAuthOptions, agentMessageSchema, defineRoute, type LiveChatProvider, routeDocs } from "../../plugin/api.js";
+import {
+  type AdminAuthenticate,
+  adminAuthenticator,
+  type AdminAuthOptions,
+  agentMessageSchema,
+  defineRoute,
+  type LiveChatProvider,
+  routeDocs,
+} from "../../plugin/api.js";
 
 const BASE = "/api/v1/livechat";
 const CONVERSATIONS = `${BASE}/conversations` as const;
@@ -139,7 +147,12 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
           description: "Server-sent events from every instance, until the client leaves (a comment every 15 s keeps it open).",
           tag: "inbox",
           responses: {
-            200: { description: "The feed.", sse: "InboxFeedStreamEvent", headers: ["Cache-Control-Stream", "X-Accel-Buffering"], optionalHeaders: routeDocs.HOP_BY_HOP },
+            200: {
+              description: "The feed.",
+              sse: "InboxFeedStreamEvent",
+              headers: ["Cache-Control-Stream", "X-Accel-Buffering"],
+              optionalHeaders: routeDocs.HOP_BY_HOP,
+            },
           },
           errors: [...routeDocs.ADMIN, ...routeDocs.STREAMED],
         },

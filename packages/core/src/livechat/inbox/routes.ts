@@ -1,7 +1,24 @@
 import type { z } from "zod";
 import { acceptBodySchema, type inboxConversationQuerySchema, type inboxListQuerySchema } from "./schemas.js";
 import { inboxConversationView } from "./views.js";
-import { type AdminAuthenticate, adminRequest, agentMessageSchema, type ChannelRecord, type ConversationMode, type ConversationRecord, jsonResponse, messageView, parseJson, readRawBody, requireJsonContentType, type RouteCall, type RouteRequest, type ServiceContext, ServiceError, validate } from "../../plugin/api.js";
+import {
+  type AdminAuthenticate,
+  adminRequest,
+  agentMessageSchema,
+  type ChannelRecord,
+  type ConversationMode,
+  type ConversationRecord,
+  jsonResponse,
+  messageView,
+  parseJson,
+  readRawBody,
+  requireJsonContentType,
+  type RouteCall,
+  type RouteRequest,
+  type ServiceContext,
+  ServiceError,
+  validate,
+} from "../../plugin/api.js";
 
 type InboxListQuery = z.output<typeof inboxListQuerySchema>;
 type InboxConversationQuery = z.output<typeof inboxConversationQuerySchema>;
