@@ -27,7 +27,8 @@ export async function startOnExternalKey(ctx: ServiceInternals, input: StartRunI
     return startRun(ctx, { ...input, conversation: { id } });
   }
   try {
-    return await startRun(ctx, { ...input, conversation: null, newConversationId: id });
+    // Created as the run takes its ticket, even for a run answered whole: the race is lost here, before the flow runs.
+    return await startRun(ctx, { ...input, conversation: null, newConversationId: id }, true);
   } catch (error) {
     const created = await ctx.storage.findConversation(id);
     if (!created || created.channelId !== channel.id) throw error;

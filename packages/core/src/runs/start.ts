@@ -69,8 +69,12 @@ export interface StartedRun {
  * wait for the turn, run the flow and store the outcome. Rejects before anything is sent:
  * with `conversation_not_found` when `conversation` is not one of the channel's (an unknown
  * id, another channel's or tenant's), or when the storage fails.
+ *
+ * `idKnown`: the new conversation's id is one others may derive too (an external key's), so
+ * that it is created now, when the run takes its ticket, even for a run answered as JSON: a
+ * run that loses the race to create it rejects here, before its flow runs.
  */
-export async function startRun(ctx: ServiceInternals, input: StartRunInput): Promise<StartedRun> {
+export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKnown = false): Promise<StartedRun> {
   const channel = ctx.lifecycle.channels.share(input.channel);
   const trigger = input.trigger ?? "message";
   if (trigger === "start" && (input.conversation !== null || input.live)) {
@@ -92,9 +96,9 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput): Pro
   if (input.recorded) claim.stream = { aliveUntil: claim.leaseUntil };
   const streamEnding: { current: StreamEnding | null } = { current: null };
   // A run answered as JSON that starts a conversation has no observer before its answer:
-  // nobody else knows the conversation's id. It is stored whole at its end, in one
-  // transaction, instead of a claim now and its outcome then (see docs/benchmarks.md).
-  const begun = !(conversation.isNew && !input.live);
+  // nobody else knows the conversation's id (unless `idKnown`). It is stored whole at its
+  // end, in one transaction, instead of a claim now and its outcome then (see docs/benchmarks.md).
+  const begun = !(conversation.isNew && !input.live && !idKnown);
   let ticket: RunTicket | null;
   try {
     ticket = begun ? await ctx.storage.beginRun(claim) : unbegun(claim);
