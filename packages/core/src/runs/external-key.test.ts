@@ -19,7 +19,14 @@ async function setUp() {
     storage,
     flows: [echoFlow],
     secretKey: "ab".repeat(32),
-    plugins: [definePlugin({ id: "probe", init: (context) => void (ctx = context) })],
+    plugins: [
+      definePlugin({
+        id: "probe",
+        init(context) {
+          ctx = context;
+        },
+      }),
+    ],
   });
   const { tenant } = await service.admin.createTenant({ name: "Keys" });
   const { channel } = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo" });
