@@ -93,7 +93,7 @@ export interface RouteDefinition<Path extends string = string, Query = unknown, 
  *   },
  * });
  */
-export function defineRoute<Path extends string, Query = unknown, Body = unknown>(
+export function defineRoute<const Path extends string, Query = unknown, Body = unknown>(
   route: RouteDefinition<Path, Query, Body>,
 ): RouteDefinition<Path, Query, Body> {
   return route;
