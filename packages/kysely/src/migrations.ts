@@ -222,10 +222,11 @@ export async function migrateToLatest(db: Kysely<any>, plugins?: Plugins): Promi
   const sets = [{ id: null, migrations }, ...pluginMigrations(plugins)];
   const { error, results } = await withMigrationLock(db, async (connection) => {
     const done: MigrationResult[] = [];
+    // Read once, before a Migrator holds the connection; the lock keeps it true, with what each set applies.
+    const applied = new Set(await appliedMigrationsIfAny(connection));
     for (const set of sets) {
       const own = set.id === null ? (name: string) => !name.includes("/") : (name: string) => name.startsWith(`${set.id}/`);
-      // Read before the Migrator holds the connection; the lock keeps it true until it runs.
-      const others = (await appliedMigrationsIfAny(connection)).filter((name) => !own(name));
+      const others = [...applied].filter((name) => !own(name));
       const provider: MigrationProvider = { getMigrations: async () => ({ ...Object.fromEntries(others.map((name) => [name, APPLIED])), ...set.migrations }) };
       const { error, results } = await new Migrator({
         db: connection,
@@ -236,6 +237,7 @@ export async function migrateToLatest(db: Kysely<any>, plugins?: Plugins): Promi
       }).migrateToLatest();
       done.push(...(results ?? []));
       if (error !== undefined) return { error, results: done };
+      for (const result of results ?? []) if (result.status === "Success") applied.add(result.migrationName);
     }
     return { results: done };
   });
@@ -246,11 +248,11 @@ export async function migrateToLatest(db: Kysely<any>, plugins?: Plugins): Promi
 }
 
 /**
- * {@link appliedMigrations} without a failing statement: the table is looked for first, so
- * that a caller's Postgres transaction (see withMigrationLock) is not aborted on a database
- * never migrated.
+ * {@link appliedMigrations}, but in a caller's transaction (see withMigrationLock) without a
+ * failing statement, which would abort it on Postgres: the table is looked for first.
  */
 async function appliedMigrationsIfAny(db: Kysely<any>): Promise<string[]> {
+  if (!db.isTransaction) return appliedMigrations(db);
   const tables = await db.introspection.getTables();
   if (!tables.some((table) => table.name === MIGRATION_TABLE)) return [];
   const rows = await db.selectFrom(MIGRATION_TABLE).select("name").execute();

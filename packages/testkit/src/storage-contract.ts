@@ -1524,11 +1524,12 @@ export function pluginStoreContract(name: string, open: () => Promise<StorageUnd
   describe(`Plugin store contract: ${name}`, () => {
     let opened: StorageUnderTest | undefined;
     let storage: Storage;
+    // A store reached through a proxy (D1 in miniflare) migrates one statement at a time.
     beforeAll(async () => {
       opened = await open();
       storage = "dispose" in opened ? opened.storage : opened;
       await storage.migrate();
-    });
+    }, 120_000);
     afterAll(async () => {
       if (!opened) return;
       await storage.close();
