@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -18,6 +18,7 @@ import { type RunningServer, serve } from "@channelkit/node";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { build, type Plugin } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { docBlocks } from "../../../test/docs.js";
 import { type RelayDelivery, relayChannel } from "./index.js";
 import { replyFlow } from "./reply-flow.js";
 
@@ -497,3 +498,31 @@ function twoProcessTests(name: string, database: () => Promise<TestDatabase>) {
 
 twoProcessTests("one SQLite file", sqliteDatabase);
 describeWithPostgres("two processes with the relay plugin on Postgres", (serverUrl) => twoProcessTests("Postgres", () => postgresDatabase(serverUrl)));
+
+describe("docs/plugins.md", () => {
+  /** The module a page's blocks make of `// <name>` and the `continues` blocks after it, without that first line. */
+  const moduleOf = (name: string) => {
+    const blocks = docBlocks("docs/plugins.md");
+    const first = blocks.findIndex((block) => block.lang === "ts" && block.code.startsWith(`// ${name}\n`));
+    expect(first, `docs/plugins.md has a ts block starting with // ${name}`).toBeGreaterThanOrEqual(0);
+    const parts = [blocks[first] as (typeof blocks)[number]];
+    for (const block of blocks.slice(first + 1)) {
+      if (!(block.lang === "ts" && block.flags.includes("continues"))) break;
+      parts.push(block);
+    }
+    return parts
+      .map((block) => block.code)
+      .join("\n")
+      .slice(`// ${name}\n`.length);
+  };
+  /** A source file without its opening doc comment. */
+  const source = async (file: string) => (await readFile(fileURLToPath(new URL(file, import.meta.url)), "utf8")).replace(/^\/\*\*[\s\S]*?\*\/\n/, "");
+
+  it("walks through src/index.ts whole, in order", async () => {
+    expect(moduleOf("relay.ts")).toBe(await source("./index.ts"));
+  });
+
+  it("ends with src/guide.test.ts, the test its reader writes", async () => {
+    expect(moduleOf("relay.test.ts")).toBe((await source("./guide.test.ts")).replace('from "./index.js"', 'from "./relay.js"'));
+  });
+});
