@@ -5,7 +5,15 @@
  * its hash (one indexed query, the key joined to its channel, only the columns it uses),
  * check that the key is not revoked and the channel active, JSON.parse the body, echo, store
  * the conversation, both messages and the run in one transaction, write the JSON answer.
- * No content-type, expiry, mode, type or environment check, no signature, no history route.
+ * No content-type, expiry, mode, type or environment check, no signature.
+ *
+ * History (`GET /public/v1/api/conversations/:id/messages?limit=50[&token_budget=N]`), the
+ * same afternoon's handler: the key hashed and looked up with its channel as above (revoked,
+ * inactive or not an api channel refused), the query's limit (1 to 200) and budget checked,
+ * the conversation read by its id and refused unless of the key's channel and tenant (the
+ * contract's `{ detail }` 404), the `limit` newest messages read by the primary key's index
+ * and turned oldest first, the budget fitted from the newest, the contract's JSON written:
+ * three prepared statements and one `JSON.stringify`, the same bytes as channelkit's answer.
  *
  * Streamed (`"stream": true`), it sends execute's events and keeps the one rule of the
  * contract a stream cannot do without: the conversation and the user message are stored
@@ -24,6 +32,8 @@ import { listenToParent, serverConfig, toParent } from "./shared.js";
 
 interface Channel {
   revoked_at: string | null;
+  type: string;
+  livechat_messages: string;
   id: string;
   tenant_id: string;
   state: string;
@@ -34,8 +44,34 @@ interface Channel {
 /** Rows of one run: [sql, values] in order. */
 type Writes = [string, unknown[]][];
 
-const FIND = `SELECT k.revoked_at, c.id, c.tenant_id, c.state, c.flow_name, c.environment
+const FIND = `SELECT k.revoked_at, c.id, c.tenant_id, c.type, c.state, c.flow_name, c.environment, c.livechat_messages
   FROM api_keys k JOIN channels c ON c.id = k.channel_id WHERE k.hash = $1`;
+const FIND_CONVERSATION = "SELECT tenant_id, channel_id, mode, livechat_conversation_id FROM conversations WHERE id = $1";
+const RECENT = `SELECT origin, role, content, timestamp, turn_index, token_count, run_id, step_id, node_type, tool_calls, tool_call_id,
+  livechat_message_id, sender FROM messages WHERE conversation_id = $1 ORDER BY turn_index DESC LIMIT $2`;
+
+interface Conversation {
+  tenant_id: string;
+  channel_id: string;
+  mode: string;
+  livechat_conversation_id: string | null;
+}
+
+interface Message {
+  origin: string;
+  role: string;
+  content: string;
+  timestamp: string;
+  turn_index: number;
+  token_count: number;
+  run_id: string | null;
+  step_id: string | null;
+  node_type: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  livechat_message_id: string | null;
+  sender: string | null;
+}
 const CONVERSATION = `INSERT INTO conversations (id, tenant_id, channel_id, mode, flow_state, next_turn, created_at, updated_at)
   VALUES ($1, $2, $3, 'bot', '{"turn":1}', 2, $4, $5)`;
 const MESSAGE = `INSERT INTO messages (conversation_id, turn_index, origin, role, content, timestamp, token_count, run_id, step_id, node_type)
@@ -45,6 +81,8 @@ const RUN = `INSERT INTO runs (id, conversation_id, channel_id, tenant_id, statu
 
 interface Db {
   find(hash: string): Channel | undefined | Promise<Channel | undefined>;
+  conversation(id: string): Conversation | undefined | Promise<Conversation | undefined>;
+  recent(conversationId: string, limit: number): Message[] | Promise<Message[]>;
   write(writes: Writes): void | Promise<void>;
   close(): Promise<void>;
 }
@@ -66,7 +104,13 @@ function sqliteDb(path: string): Db {
   const write = db.transaction((writes: Writes) => {
     for (const [text, values] of writes) prepared(text).run(...values);
   });
-  return { find: (hash) => prepared(FIND).get(hash) as Channel | undefined, write, close: async () => void db.close() };
+  return {
+    find: (hash) => prepared(FIND).get(hash) as Channel | undefined,
+    conversation: (id) => prepared(FIND_CONVERSATION).get(id) as Conversation | undefined,
+    recent: (id, limit) => prepared(RECENT).all(id, limit) as Message[],
+    write,
+    close: async () => void db.close(),
+  };
 }
 
 function postgresDb(url: string): Db {
@@ -74,6 +118,8 @@ function postgresDb(url: string): Db {
   pool.on("error", () => undefined);
   return {
     find: async (hash) => (await pool.query<Channel>(FIND, [hash])).rows[0],
+    conversation: async (id) => (await pool.query<Conversation>(FIND_CONVERSATION, [id])).rows[0],
+    recent: async (id, limit) => (await pool.query<Message>(RECENT, [id, limit])).rows,
     async write(writes) {
       const client = await pool.connect();
       try {
@@ -202,7 +248,84 @@ async function execute(req: IncomingMessage, res: ServerResponse, raw: string): 
   });
 }
 
+const HISTORY = /^\/public\/v1\/api\/conversations\/([^/]+)\/messages$/;
+
+/** A query parameter as an integer in [min, max], `fallback` when absent, NaN when not one. */
+function integer(query: URLSearchParams, name: string, fallback: number, min: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  return value >= min && value <= max ? value : Number.NaN;
+}
+
+async function history(req: IncomingMessage, res: ServerResponse, sessionId: string, query: URLSearchParams): Promise<void> {
+  const key = req.headers.authorization?.startsWith("Bearer ") ? req.headers.authorization.slice(7) : "";
+  if (!key) return fail(res, 401, "missing_api_key");
+  const channel = await db.find(createHash("sha256").update(key).digest("hex"));
+  if (!channel || channel.revoked_at !== null) return fail(res, 401, "invalid_api_key");
+  if (channel.type !== "api") return fail(res, 403, "wrong_channel_type");
+  if (channel.state !== "active") return fail(res, 409, `channel_${channel.state}`);
+  const limit = integer(query, "limit", 50, 1, 200);
+  const budget = integer(query, "token_budget", 0, 0, Number.MAX_SAFE_INTEGER);
+  if (Number.isNaN(limit) || Number.isNaN(budget)) return fail(res, 422, "validation_error");
+  const conversation = await db.conversation(sessionId.toLowerCase());
+  if (!conversation || conversation.tenant_id !== channel.tenant_id || conversation.channel_id !== channel.id) {
+    return send(res, 404, { detail: `No conversation found for session id ${sessionId}` });
+  }
+  const rows = await db.recent(sessionId.toLowerCase(), limit);
+  // Newest first from the index; the budget keeps the newest that fit, shown oldest first.
+  let end = rows.length;
+  if (budget > 0) {
+    let total = 0;
+    for (end = 0; end < rows.length && total + Number((rows[end] as Message).token_count) <= budget; end++) total += Number((rows[end] as Message).token_count);
+  }
+  const messages = [];
+  let tokens = 0;
+  for (let i = end - 1; i >= 0; i--) {
+    const m = rows[i] as Message;
+    const byRun = m.origin === "agent";
+    const tokenCount = Number(m.token_count);
+    tokens += tokenCount;
+    messages.push({
+      origin: m.origin,
+      role: m.role,
+      content: m.content,
+      timestamp: m.timestamp,
+      turn_index: Number(m.turn_index),
+      token_count: tokenCount,
+      run_id: byRun ? m.run_id : null,
+      step_id: byRun ? m.step_id : null,
+      node_type: byRun ? m.node_type : null,
+      tool_calls: m.tool_calls === null ? null : JSON.parse(m.tool_calls),
+      tool_call_id: m.tool_call_id,
+      livechat_message_id: m.livechat_message_id,
+      sender: m.sender,
+    });
+  }
+  const status = (JSON.parse(channel.livechat_messages) as Record<string, string>)[conversation.mode];
+  send(res, 200, {
+    session_id: sessionId,
+    messages,
+    total_messages: messages.length,
+    total_tokens: tokens,
+    mode: conversation.mode,
+    livechat_status_message: status ?? null,
+    livechat_conversation_id: conversation.livechat_conversation_id,
+  });
+}
+
 const server = createServer((req, res) => {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const found = req.method === "GET" ? HISTORY.exec(q < 0 ? url : url.slice(0, q)) : null;
+  if (found) {
+    req.resume();
+    history(req, res, decodeURIComponent(found[1] as string), new URLSearchParams(q < 0 ? "" : url.slice(q + 1))).catch((error: unknown) => {
+      console.error("lean: unexpected error", error);
+      fail(res, 500, "runtime_error");
+    });
+    return;
+  }
   if (req.method !== "POST" || req.url !== "/public/v1/api/execute") {
     req.resume();
     return fail(res, 404, "not_found");

@@ -168,6 +168,7 @@ const SERVER_LABEL: Record<Side, string> = {
   lean: "lean baseline",
   channelkit: "channelkit (bench embedding)",
   serve: "channelkit serve (CLI)",
+  base: "channelkit on the base tree (--base)",
   reference: "reference",
 };
 
@@ -187,7 +188,7 @@ export function toMarkdown(results: Results): string {
   lines.push(`# channelkit benchmark results${settings.quick ? " (quick run: indicative only)" : ""}`, "");
   lines.push(`${results.date}. Machine: ${machineLine(results.machine)}.`, "");
   lines.push(
-    `Medians of ${settings.rounds} round${settings.rounds === 1 ? "" : "s"}; in each round each scenario is measured on each server that answers it, one after the other in an order that rotates each round, ${settings.durationS} s each after a ${settings.warmupS} s warm-up, ${settings.connections} connections unless stated. The servers: the **baseline** (bench/src/baseline-server.ts, every check of the contract, by hand on node:http and the driver), the **lean** baseline (bench/src/lean-server.ts, the afternoon handler: execute only), **channelkit** as the bench embeds it (bench/src/channelkit-server.ts, the sources) and **channelkit serve**, the built CLI as users run it (every plugin it mounts, default rate limits and drain). Ratios are a ÷ b, the median of the per-round ratios (each taken under that round's noise): above 1 is better for req/s, below 1 is better for latencies and CPU. Server CPU is per request (user + system µs of the server process: process.cpuUsage() over IPC, /proc/<pid>/stat for serve). Latencies in ms.`,
+    `Medians of ${settings.rounds} round${settings.rounds === 1 ? "" : "s"}; in each round each scenario is measured on each server that answers it, one after the other in an order that rotates each round, ${settings.durationS} s each after a ${settings.warmupS} s warm-up, ${settings.connections} connections unless stated. The servers: the **baseline** (bench/src/baseline-server.ts, every check of the contract, by hand on node:http and the driver), the **lean** baseline (bench/src/lean-server.ts, the afternoon handler: execute and history only), **channelkit** as the bench embeds it (bench/src/channelkit-server.ts, the sources), **channelkit serve**, the built CLI as users run it (every plugin it mounts, default rate limits and drain), and, with --base DIR, **base**: the same embedding on another checkout's sources. Ratios are a ÷ b, the median of the per-round ratios (each taken under that round's noise): above 1 is better for req/s, below 1 is better for latencies and CPU. Server CPU is per request (user + system µs of the server process: process.cpuUsage() over IPC, /proc/<pid>/stat for serve). Latencies in ms.`,
     "",
   );
   for (const reason of results.skipped) lines.push(`> ${reason}`, "");
@@ -201,14 +202,17 @@ export function toMarkdown(results: Results): string {
       "Throughput ratio (server CPU per request ratio in parentheses); for streams, the time to the first event ratio is in the streaming table. Webhook and widget scenarios are against the baseline's own routes for them.",
       "",
     );
+    const withBase = measured.some((s) => s.ratios["channelkit/base"] !== undefined);
     lines.push(
-      "| store | scenario | channelkit ÷ baseline | channelkit ÷ lean | serve ÷ baseline | serve ÷ lean |",
-      "| --- | --- | ---: | ---: | ---: | ---: |",
+      `| store | scenario | channelkit ÷ baseline | channelkit ÷ lean | serve ÷ baseline | serve ÷ lean |${withBase ? " channelkit ÷ base (first event p50) | base ÷ lean |" : ""}`,
+      `| --- | --- | ---: | ---: | ---: | ---: |${withBase ? " ---: | ---: |" : ""}`,
     );
     for (const s of measured) {
       const r = s.ratios;
+      const base = r["channelkit/base"];
+      const baseColumns = withBase ? ` ${pair(base)}${base?.ttfeP50 === undefined ? "" : ` (${x(base.ttfeP50)})`} | ${pair(r["base/lean"])} |` : "";
       lines.push(
-        `| ${s.store} | ${s.title} | ${pair(r["channelkit/baseline"])} | ${pair(r["channelkit/lean"])} | ${pair(r["serve/baseline"])} | ${pair(r["serve/lean"])} |`,
+        `| ${s.store} | ${s.title} | ${pair(r["channelkit/baseline"])} | ${pair(r["channelkit/lean"])} | ${pair(r["serve/baseline"])} | ${pair(r["serve/lean"])} |${baseColumns}`,
       );
     }
     lines.push("");
@@ -430,6 +434,20 @@ export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
     }
   }
   for (const store of ["sqlite", "postgres"] as const) {
+    for (const id of ["history-100", "history-10k"]) {
+      const s = find(store, id);
+      for (const side of MEASURED) {
+        const ratio = s?.ratios[`${side}/lean`];
+        if (!s || !ratio) continue;
+        targets.push({
+          name: `history limit=50, ${id === "history-100" ? "100" : "10,000"} messages (${store}): ${label(side)} ≥ 0.9× the lean baseline's req/s (issue 42)`,
+          measured: `${x(ratio.rps)} (${rate(s.median[side]?.rps ?? Number.NaN)} vs ${rate(s.median.lean?.rps ?? Number.NaN)}), CPU ${x(ratio.cpuUs)}`,
+          met: ratio.rps >= 0.9,
+        });
+      }
+    }
+  }
+  for (const store of ["sqlite", "postgres"] as const) {
     for (const id of ["webhook-new-message", "widget-chat"]) {
       const s = find(store, id);
       for (const side of MEASURED) {
@@ -443,6 +461,22 @@ export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
       }
     }
   }
+  for (const store of ["sqlite", "postgres"] as const) {
+    for (const id of ["execute-json", "execute-stream", "execute-stream-1"]) {
+      const s = find(store, id);
+      const ratio = s?.ratios["channelkit/base"];
+      if (!s || !ratio) continue;
+      const first = s.mode === "stream";
+      const value = first ? (ratio.ttfeP50 ?? Number.NaN) : ratio.rps;
+      targets.push({
+        name: `${first ? "first event p50" : "execute JSON req/s"} (${store}, ${connectionsOf(s.connections)}): channelkit within 3% of the base tree's (${first ? "≤ 1.03×" : "≥ 0.97×"})`,
+        measured: first
+          ? `${x(value)} (${ms(s.median.channelkit?.ttfeP50)} vs ${ms(s.median.base?.ttfeP50)} ms)`
+          : `${x(value)} (${rate(s.median.channelkit?.rps ?? Number.NaN)} vs ${rate(s.median.base?.rps ?? Number.NaN)}), CPU ${x(ratio.cpuUs)}`,
+        met: first ? value <= 1.03 : value >= 0.97,
+      });
+    }
+  }
   for (const [store, plans] of Object.entries(results.plans)) {
     if (!plans) continue;
     const scanning = plans.filter((p) => p.scans).map((p) => p.operation);
@@ -453,9 +487,9 @@ export function evaluateTargets(results: Omit<Results, "targets">): Target[] {
     });
   }
   for (const store of ["sqlite", "postgres"] as const) {
-    const s = find(store, "resumable-stream");
-    const ratio = s?.ratios["channelkit/reference"];
-    if (s && ratio) {
+    for (const s of [find(store, "resumable-stream"), find(store, "resumable-stream-1")]) {
+      const ratio = s?.ratios["channelkit/reference"];
+      if (!s || !ratio) continue;
       targets.push({
         name: `resumable streams cost < 10% of streams/s (${store}, ${s.connections} connections: resumable ÷ plain ≥ 0.90)`,
         measured: `${x(ratio.rps)} (${rate(s.median.channelkit?.rps ?? Number.NaN)} vs ${rate(s.median.reference?.rps ?? Number.NaN)} streams/s)`,

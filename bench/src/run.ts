@@ -10,11 +10,15 @@
  *   --rounds N --duration S --warmup S --connections N --memory-streams N
  *   --store sqlite|postgres one store only
  *   --scenarios a,b         a subset (ids in bench/src/scenarios.ts)
- *   --servers a,b           a subset of baseline, lean, channelkit, serve (default: all; serve
+ *   --servers a,b           a subset of baseline, lean, channelkit, serve, base (default: all; serve
  *                           needs npm run build, and is skipped, saying why, without it)
+ *   --base DIR              also measure `base`: the channelkit server on the sources of another
+ *                           checkout (a worktree of an earlier commit, npm ci'd), bundled by
+ *                           bench.mjs, in the same rounds as this tree's (ratios channelkit ÷ base)
  *   --name NAME             results file name in bench/results/ (default latest, quick or partial)
  *   --profile SCENARIO      profile the channelkit server under that load (node --cpu-prof) and
- *                           print where its time goes; --profile-baseline profiles the baseline
+ *                           print where its time goes; --profile-baseline profiles the baseline,
+ *                           --profile-server KIND another forked server (lean, base)
  *   --rerender NAME         recompute bench/results/NAME.md (and the summaries in NAME.json)
  *                           from the rounds NAME.json holds, without measuring again
  *   --floor                 what the Node adapter costs alone: a trivial JSON echo on plain
@@ -59,7 +63,7 @@ import {
 import { runtimesMarkdown, runtimesMode } from "./runtimes.js";
 import { type Scenario, SCENARIOS, slowStream } from "./scenarios.js";
 import { type Seed, seed } from "./seed.js";
-import { type BenchServer, CliServer, ServerProcess, serveUnavailable, staleBuild } from "./servers.js";
+import { type BenchServer, baseServerScript, CliServer, ServerProcess, serveUnavailable, staleBuild } from "./servers.js";
 import { type FloorVariant, type ForkedKind, SERVER_KINDS, type ServerKind, type Side, type StoreKind } from "./shared.js";
 
 const POSTGRES_ENV = "CHANNELKIT_TEST_POSTGRES_URL";
@@ -87,6 +91,9 @@ const { values: args } = parseArgs({
     streams: { type: "string" },
     rerender: { type: "string" },
     "profile-baseline": { type: "boolean", default: false },
+    "profile-server": { type: "string" },
+    // Read by bench.mjs, which bundles the base server; here only allowed.
+    base: { type: "string" },
   },
   strict: true,
 });
@@ -307,6 +314,12 @@ async function startServers(store: StoreKind, location: string, skipped: string[
   const servers: Servers = {};
   for (const kind of wanted) {
     if (!needed.has(kind)) continue;
+    if (kind === "base" && !baseServerScript()) {
+      // Measured only when a tree to compare with is given.
+      if (args.servers) skipped.push("base not measured: no --base DIR given");
+      continue;
+    }
+    if (kind === "base") log(`[${store}] base: the channelkit server on the sources of ${process.env.BENCH_BASE_TREE}`);
     if (kind !== "serve") {
       servers[kind] = await ServerProcess.start(buildDir, { kind, store, location });
       continue;
@@ -351,7 +364,7 @@ async function runStore(
   try {
     await checkEquivalence(servers, data);
     const runs = new Map<string, Partial<Record<Side, Measurement[]>>>(scenarios.map((s) => [s.id, {}]));
-    const memorySides = (["baseline", "channelkit"] as const).filter((kind) => servers[kind] !== undefined);
+    const memorySides = (["baseline", "channelkit", "base"] as const).filter((kind) => servers[kind] !== undefined);
     const memory: Partial<Record<ForkedKind, MemoryRound[]>> = {};
     for (let round = 0; round < settings.rounds; round++) {
       for (const [index, scenario] of scenarios.entries()) {
@@ -418,8 +431,9 @@ async function profileMode(scenarioId: string): Promise<void> {
   if (store === "postgres" && !url) throw new Error(`bench: --store postgres needs ${POSTGRES_ENV}`);
   const prepared = store === "sqlite" ? await prepareSqlite() : await preparePostgres(url as string);
   // A scenario measured against itself runs on channelkit either way; --profile-baseline then profiles its reference.
-  const side: Side = args["profile-baseline"] ? (scenario.reference ? "reference" : "baseline") : "channelkit";
-  const kind: ForkedKind = scenario.reference ? "channelkit" : side === "baseline" ? "baseline" : "channelkit";
+  const chosen = args["profile-server"] as ForkedKind | undefined;
+  const side: Side = chosen ?? (args["profile-baseline"] ? (scenario.reference ? "reference" : "baseline") : "channelkit");
+  const kind: ForkedKind = chosen ?? (scenario.reference ? "channelkit" : side === "baseline" ? "baseline" : "channelkit");
   const dir = join(benchDir, ".profiles");
   mkdirSync(dir, { recursive: true });
   const started = Date.now();

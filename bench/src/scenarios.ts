@@ -11,7 +11,7 @@ export interface Scenario {
   mode: "request" | "stream";
   /** Fixed connection count, else the run's default. */
   connections?: number;
-  /** The servers that answer it (default: all four; the lean baseline serves execute only). */
+  /** The servers that answer it (default: all; the lean baseline serves execute and history only). */
   on?: ServerKind[];
   /** Deal its requests across the connections rather than cycle through them on each (see LoadOptions.spread). */
   spread?: true;
@@ -33,8 +33,8 @@ const PAYLOAD = "Hello, channelkit! How are you today?";
 const STREAM_PAYLOAD = "Hello, channelkit! Stream these few words back to me.";
 /** How many distinct signed bodies autocannon cycles through. */
 const SIGNED_BODIES = 64;
-/** The lean baseline answers execute only, without signatures. */
-const WITHOUT_LEAN: ServerKind[] = ["baseline", "channelkit", "serve"];
+/** The lean baseline answers execute, without signatures, and history only. */
+const WITHOUT_LEAN: ServerKind[] = ["baseline", "channelkit", "serve", "base"];
 
 const post = (key: string, body: string, extra: Record<string, string> = {}): RequestSpec => ({
   method: "POST",
@@ -103,7 +103,6 @@ export const SCENARIOS: Scenario[] = [
     id: "history-100",
     title: "history, limit=50, conversation of 100 messages",
     mode: "request",
-    on: WITHOUT_LEAN,
     expectStatus: 200,
     requests: async (seed) => [history(seed.echoKey, seed.conversation100, "limit=50")],
   },
@@ -111,7 +110,6 @@ export const SCENARIOS: Scenario[] = [
     id: "history-10k",
     title: "history, limit=50, conversation of 10,000 messages",
     mode: "request",
-    on: WITHOUT_LEAN,
     expectStatus: 200,
     requests: async (seed) => [history(seed.echoKey, seed.conversation10k, "limit=50")],
   },
@@ -119,7 +117,6 @@ export const SCENARIOS: Scenario[] = [
     id: "history-100-budget",
     title: `history, limit=50&token_budget=${HISTORY_BUDGET}, 100 messages`,
     mode: "request",
-    on: WITHOUT_LEAN,
     expectStatus: 200,
     requests: async (seed) => [history(seed.echoKey, seed.conversation100, `limit=50&token_budget=${HISTORY_BUDGET}`)],
   },
@@ -127,7 +124,6 @@ export const SCENARIOS: Scenario[] = [
     id: "history-10k-budget",
     title: `history, limit=50&token_budget=${HISTORY_BUDGET}, 10,000 messages`,
     mode: "request",
-    on: WITHOUT_LEAN,
     expectStatus: 200,
     requests: async (seed) => [history(seed.echoKey, seed.conversation10k, `limit=50&token_budget=${HISTORY_BUDGET}`)],
   },

@@ -40,9 +40,14 @@ export class ServerProcess implements BenchServer {
     this.url = `http://127.0.0.1:${port}`;
   }
 
-  /** Starts `<buildDir>/<kind>-server.mjs` and resolves once it listens. */
+  /**
+   * Starts `<buildDir>/<kind>-server.mjs` and resolves once it listens; `base`, the channelkit
+   * server bundled on another checkout's sources by bench.mjs (`--base DIR`), from where it was bundled.
+   */
   static start(buildDir: string, config: ServerConfig, execArgv: string[] = []): Promise<ServerProcess> {
-    return ServerProcess.#fork(join(buildDir, `${config.kind}-server.mjs`), config.kind, { BENCH_SERVER_CONFIG: JSON.stringify(config) }, execArgv);
+    const script = config.kind === "base" ? baseServerScript() : join(buildDir, `${config.kind}-server.mjs`);
+    if (!script) throw new Error("bench: no base server: run the bench with --base DIR");
+    return ServerProcess.#fork(script, config.kind, { BENCH_SERVER_CONFIG: JSON.stringify(config) }, execArgv);
   }
 
   /** Starts the floor server (bench/src/floor-server.ts) in one of its variants. */
@@ -114,6 +119,11 @@ export class ServerProcess implements BenchServer {
   #send(message: OrchestratorMessage): void {
     this.#child.send(message);
   }
+}
+
+/** The channelkit server bundled on the `--base` tree's sources (bench.mjs), when one was given. */
+export function baseServerScript(): string | undefined {
+  return process.env.BENCH_BASE_SERVER;
 }
 
 /** The CLI's entry, built by `npm run build`. */

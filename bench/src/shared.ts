@@ -7,10 +7,12 @@ export const BENCH_SECRET_KEY = "be".repeat(32);
  * The servers measured against each other: the bench's hand-written baseline (every check of
  * the contract), the lean baseline (the afternoon handler, execute only), channelkit as the
  * bench embeds it (`@channelkit/node`'s serve on the sources), and `channelkit serve`, the
- * built CLI as users run it (every plugin it mounts, the reliability defaults on).
+ * built CLI as users run it (every plugin it mounts, the reliability defaults on); and `base`,
+ * the same embedding on the sources of another checkout (`--base DIR`), to compare a change
+ * with the tree before it in one run.
  */
-export type ServerKind = "baseline" | "lean" | "channelkit" | "serve";
-export const SERVER_KINDS: readonly ServerKind[] = ["baseline", "lean", "channelkit", "serve"];
+export type ServerKind = "baseline" | "lean" | "channelkit" | "serve" | "base";
+export const SERVER_KINDS: readonly ServerKind[] = ["baseline", "lean", "channelkit", "serve", "base"];
 /** The servers forked from the bench's own bundle, with an IPC channel. */
 export type ForkedKind = Exclude<ServerKind, "serve">;
 /**
@@ -19,7 +21,15 @@ export type ForkedKind = Exclude<ServerKind, "serve">;
  */
 export type Side = ServerKind | "reference";
 /** The ratios reported, `a/b` = a ÷ b, each the median of the per-round ratios. */
-export const COMPARISONS = ["channelkit/baseline", "channelkit/lean", "serve/baseline", "serve/lean", "channelkit/reference"] as const;
+export const COMPARISONS = [
+  "channelkit/baseline",
+  "channelkit/lean",
+  "serve/baseline",
+  "serve/lean",
+  "channelkit/reference",
+  "channelkit/base",
+  "base/lean",
+] as const;
 export type Comparison = (typeof COMPARISONS)[number];
 /** The two stores. */
 export type StoreKind = "sqlite" | "postgres";
