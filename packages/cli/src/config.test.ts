@@ -105,14 +105,28 @@ export const triage: Flow = defineFlow({
 });
 `,
       "config/channelkit.config.ts": `import { defineConfig, type ChannelkitConfig } from "@channelkit/cli";
-import type { ChannelPlugin } from "@channelkit/core";
+import { definePlugin, defineRoute } from "@channelkit/core";
 import { sqlite } from "@channelkit/kysely";
 import { triage } from "../src/flows.js";
 
-const health: ChannelPlugin = {
-  name: "health",
-  routes: [{ method: "GET", path: "/healthz", handle: () => Response.json({ ok: true }) }],
-};
+const health = definePlugin({
+  id: "health",
+  routes: [
+    defineRoute({
+      method: "GET",
+      path: "/healthz",
+      auth: "none",
+      doc: {
+        operationId: "health",
+        summary: "Whether the server is up",
+        tag: { name: "Health", description: "The app's health check." },
+        responses: { 200: { description: "It is." } },
+        errors: [],
+      },
+      handle: () => Response.json({ ok: true }),
+    }),
+  ],
+});
 
 export default defineConfig(async (): Promise<ChannelkitConfig> => ({
   storage: sqlite(new URL("../data.db", import.meta.url).pathname),

@@ -58,6 +58,7 @@ const OPTIONS = {
   secretKey: true,
   production: true,
   livechat: true,
+  channels: true,
   plugins: true,
   basePath: true,
   maxBodyBytes: true,

@@ -1,4 +1,4 @@
-import type { ChannelPlugin } from "@channelkit/core";
+import { type ChannelPlugin, defineRoute } from "@channelkit/core";
 
 /** Escapes a value for an HTML attribute. */
 function attribute(value: string): string {
@@ -35,11 +35,23 @@ export function demoPage(publishableKey: () => string | null): ChannelPlugin {
 </html>
 `;
   return {
-    name: "demo-page",
+    id: "demo-page",
     routes: [
-      {
+      defineRoute({
         method: "GET",
         path: "/",
+        auth: "none",
+        doc: {
+          operationId: "demoPage",
+          summary: "The demo's page",
+          description: "A short explanation and the widget, embedded with the one tag a site owner pastes (`channelkit serve --demo`).",
+          tag: { name: "Demo", description: "The page of `channelkit serve --demo`." },
+          responses: {
+            200: { description: "The page.", other: { mediaType: "text/html", description: "The demo's page." }, headers: ["Cache-Control-No-Store"] },
+            404: { description: "The database has no widget channel of the demo.", other: { mediaType: "text/plain", description: "What to do." } },
+          },
+          errors: [],
+        },
         handle: () => {
           const key = publishableKey();
           if (key === null) {
@@ -50,7 +62,7 @@ export function demoPage(publishableKey: () => string | null): ChannelPlugin {
           }
           return new Response(page(key), { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
         },
-      },
+      }),
     ],
   };
 }

@@ -167,8 +167,8 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
       // One options object for the admin routes and the inbox: they verify the same tokens.
       const admin = adminOptions(io.env, serving.adminDevMode);
       const own = config?.plugins ?? [];
-      const names = new Set(own.map((plugin) => plugin.name));
-      options.plugins = [...own, ...[adminApi(admin), ...serving.plugins].filter((plugin) => !names.has(plugin.name))];
+      const ids = new Set(own.map((plugin) => plugin.id));
+      options.plugins = [...own, ...[adminApi(admin), ...serving.plugins].filter((plugin) => !ids.has(plugin.id))];
       options.livechat = config?.livechat ?? liveChatProvider(serving.livechat ?? "inbox", admin, io.env);
       if (serving.turnLeaseMs !== undefined) options.turnLeaseMs = serving.turnLeaseMs;
       if (serving.rateLimits !== undefined) options.rateLimits = serving.rateLimits;

@@ -1,38 +1,43 @@
 import { describe, expect, it } from "vitest";
-import { authenticateApiKey, type ChannelPlugin, createChannelService, ServiceError, startRun } from "./index.js";
+import { z } from "zod";
+import { authenticateApiKey, createChannelService, definePlugin, defineRoute, runToEnd, ServiceError } from "./index.js";
 import { echoFlow } from "./flows/demo.js";
 import { memoryStorage } from "./storage/memory.js";
 
 /** The plugin of docs/architecture.md, as written there. */
-function shoutChannel(): ChannelPlugin {
-  return {
-    name: "shout",
-    routes: [
-      {
-        method: "POST",
-        path: "/shout",
-        async handle(request, _params, ctx) {
-          const { channel } = await authenticateApiKey(request, ctx.storage, new Date());
-          const flow = ctx.flows.get(channel.flowName);
-          if (!flow) throw new ServiceError("runtime_error");
-          const payload = new URL(request.url).searchParams.get("q") ?? "";
-          const run = await startRun(ctx, { channel, flow, conversation: null, payload, metadata: {}, request, live: false });
-          let step = await run.steps.next();
-          while (!step.done) step = await run.steps.next();
-          return Response.json({
-            reply: step.value.produced
-              .map((m) => m.content)
-              .join("")
-              .toUpperCase(),
-          });
-        },
-      },
-    ],
-  };
+const shout = defineRoute({
+  method: "POST",
+  path: "/shout",
+  auth: "channelKey",
+  query: z.object({ q: z.string().default("") }),
+  doc: {
+    operationId: "shout",
+    summary: "Run the channel's flow on `q` and answer its reply in capitals",
+    tag: { name: "Shout", description: "The shout channel of docs/architecture.md." },
+    responses: { 200: { description: "The flow's reply, in capitals." } },
+    errors: ["missing_api_key", "invalid_api_key"],
+  },
+  async handle(call, ctx) {
+    const { channel } = await authenticateApiKey(call.request, ctx.storage, new Date());
+    const flow = ctx.flows.get(channel.flowName);
+    if (!flow) throw new ServiceError("runtime_error");
+    const run = await ctx.runs.start({ channel, flow, conversation: null, payload: call.query().q, metadata: {}, request: call.request, live: false });
+    const outcome = await runToEnd(run);
+    return Response.json({
+      reply: outcome.produced
+        .map((m) => m.content)
+        .join("")
+        .toUpperCase(),
+    });
+  },
+});
+
+function shoutChannel() {
+  return definePlugin({ id: "shout", routes: [shout] });
 }
 
 describe("a plugin's route", () => {
-  it("authenticates by channel key and runs the channel's flow through startRun, stored like any run", async () => {
+  it("authenticates by channel key and runs the channel's flow through ctx.runs.start, stored like any run", async () => {
     const storage = memoryStorage();
     const service = await createChannelService({ storage, flows: [echoFlow], plugins: [shoutChannel()], secretKey: "ab".repeat(32) });
     try {

@@ -1,44 +1,58 @@
 import { describe, expect, it } from "vitest";
 import { demoFlows } from "./flows/demo.js";
 import type { IncomingRequest } from "./adapter.js";
-import type { ChannelPlugin, RouteRequest } from "./plugins.js";
+import { type ChannelPlugin, definePlugin, defineRoute, type OperationDoc } from "./index.js";
+import type { RouteRequest } from "./plugins.js";
 import { createChannelService } from "./service.js";
 import { memoryStorage } from "./storage/memory.js";
 
 const quiet = { warn() {}, error() {} };
 
+/** The OpenAPI operation of a test route. */
+const doc = (operationId: string): OperationDoc => ({
+  operationId,
+  summary: "A test route.",
+  tag: { name: "Test", description: "A test plugin." },
+  responses: { 200: { description: "The route's answer." } },
+  errors: [],
+});
+
 describe("service.routes", () => {
   it("lists every route the handler answers, plugins' included, under the basePath", async () => {
-    const plugin: ChannelPlugin = { name: "ping", routes: [{ method: "get", path: "/ping", handle: () => new Response("pong") }] };
+    const plugin: ChannelPlugin = {
+      id: "ping",
+      routes: [defineRoute({ method: "GET", path: "/ping", auth: "none", doc: doc("ping"), handle: () => new Response("pong") })],
+    };
     const service = await createChannelService({ storage: memoryStorage(), flows: demoFlows, logger: quiet, basePath: "/chat/", plugins: [plugin] });
     try {
       expect(service.routes).toEqual([
-        { method: "OPTIONS", path: "/chat/public/v1/api/execute" },
         { method: "POST", path: "/chat/public/v1/api/execute" },
-        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/messages" },
         { method: "GET", path: "/chat/public/v1/api/conversations/:session_id/messages" },
-        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/events" },
         { method: "GET", path: "/chat/public/v1/api/conversations/:session_id/events" },
-        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/livechat/cancel" },
         { method: "POST", path: "/chat/public/v1/api/conversations/:session_id/livechat/cancel" },
-        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/stream" },
         { method: "GET", path: "/chat/public/v1/api/conversations/:session_id/stream" },
-        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/cancel" },
         { method: "POST", path: "/chat/public/v1/api/conversations/:session_id/cancel" },
-        { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/startConversation" },
         { method: "POST", path: "/chat/channels/webhook/:client_id/startConversation" },
-        { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/newMessage" },
         { method: "POST", path: "/chat/channels/webhook/:client_id/newMessage" },
-        { method: "OPTIONS", path: "/chat/public/widget/config" },
         { method: "GET", path: "/chat/public/widget/config" },
-        { method: "OPTIONS", path: "/chat/public/widget/chat" },
         { method: "POST", path: "/chat/public/widget/chat" },
-        { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/stream" },
         { method: "GET", path: "/chat/public/widget/chat/:chat_id/stream" },
-        { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/cancel" },
         { method: "POST", path: "/chat/public/widget/chat/:chat_id/cancel" },
         { method: "GET", path: "/chat/ping" },
         { method: "GET", path: "/chat/public/v1/openapi.json" },
+        // The derived preflights, one per path of a route with `cors`, after the routes.
+        { method: "OPTIONS", path: "/chat/public/v1/api/execute" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/messages" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/events" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/livechat/cancel" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/stream" },
+        { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/cancel" },
+        { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/startConversation" },
+        { method: "OPTIONS", path: "/chat/channels/webhook/:client_id/newMessage" },
+        { method: "OPTIONS", path: "/chat/public/widget/config" },
+        { method: "OPTIONS", path: "/chat/public/widget/chat" },
+        { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/stream" },
+        { method: "OPTIONS", path: "/chat/public/widget/chat/:chat_id/cancel" },
       ]);
       expect(Object.isFrozen(service.routes)).toBe(true);
       const answered = await service.handler(new Request("http://host.test/chat/ping"));
@@ -54,19 +68,21 @@ describe("a plugin's route", () => {
   // `dispatch`: both must be RouteRequests (checked by the compiler).
   const asRouteRequest = (request: Request | IncomingRequest): RouteRequest => request;
 
-  const plugin: ChannelPlugin = {
-    name: "echo-body",
+  const plugin = definePlugin({
+    id: "echo-body",
     routes: [
-      {
+      defineRoute({
         method: "POST",
         path: "/echo/:name",
-        async handle(request, params) {
+        auth: "none",
+        doc: doc("echoBody"),
+        async handle({ request, params }) {
           const body = new TextDecoder().decode(await request.arrayBuffer());
           return Response.json({ name: params.name, body, type: request.headers.get("content-type") }, { status: 201 });
         },
-      },
+      }),
     ],
-  };
+  });
 
   it("answers a Web Response, through handler and through dispatch", async () => {
     expect(asRouteRequest).toBeTypeOf("function");

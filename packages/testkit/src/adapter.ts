@@ -1,4 +1,4 @@
-import { type ChannelAdmin, type ChannelPlugin, type ChannelService, signRequestBody } from "@channelkit/core";
+import { type ChannelAdmin, type ChannelPlugin, type ChannelService, defineRoute, signRequestBody } from "@channelkit/core";
 import { expect } from "vitest";
 import { EXECUTE_PATH } from "./client.js";
 
@@ -42,7 +42,24 @@ export async function expectExactSignedBody(target: { url: string; admin: Channe
 }
 
 /** A plugin answering `POST /ping` with `pong`: a short route for {@link expectPrefixBoundary}. */
-export const pingPlugin: ChannelPlugin = { name: "ping", routes: [{ method: "POST", path: "/ping", handle: () => new Response("pong") }] };
+export const pingPlugin: ChannelPlugin = {
+  id: "ping",
+  routes: [
+    defineRoute({
+      method: "POST",
+      path: "/ping",
+      auth: "none",
+      doc: {
+        operationId: "ping",
+        summary: "Answers pong",
+        tag: { name: "Test", description: "The testkit's ping plugin." },
+        responses: { 200: { description: "`pong`, as text." } },
+        errors: [],
+      },
+      handle: () => new Response("pong"),
+    }),
+  ],
+};
 
 /**
  * Checks that routes served under a prefix (the service's `basePath`, an adapter's mount

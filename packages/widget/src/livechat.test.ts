@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type ChannelService, createChannelService, type LiveChat, memoryStorage } from "@channelkit/core";
+import { type ChannelService, createChannelService, type LiveChatService, memoryStorage } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type RunningServer, serve } from "@channelkit/node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -15,7 +15,7 @@ import { readReply } from "./stream.js";
 
 let service: ChannelService;
 let server: RunningServer;
-let live: LiveChat;
+let live: LiveChatService;
 let connection: Connection;
 
 beforeAll(async () => {
@@ -24,7 +24,7 @@ beforeAll(async () => {
     flows: demoFlows,
     secretKey: "cd".repeat(32),
     livechat: {
-      name: "test-desk",
+      id: "test-desk",
       init(ctx) {
         live = ctx.livechat;
       },

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { LiveChatService } from "../context.js";
 import { demoFlows } from "../flows/demo.js";
 import { createChannelService } from "../service.js";
 import { memoryStorage } from "../storage/memory.js";
@@ -69,7 +70,7 @@ describe("the live-chat provider's hooks", () => {
   it("are told of the handover with its transcript, then of the user's messages in order, then of a cancel", async () => {
     const told: string[] = [];
     const provider: LiveChatProvider = {
-      name: "recorder",
+      id: "recorder",
       handover: (event) => void told.push(`handover ${event.transcript.map((m) => m.content).join(" | ")}`),
       userMessage: (event) => void told.push(`message ${event.message.content} (${event.message.origin}, ${event.message.sender})`),
       cancelled: (event) => void told.push(`cancelled ${event.livechatConversationId}`),
@@ -87,7 +88,7 @@ describe("the live-chat provider's hooks", () => {
 
   it("a hook that throws is logged and changes nothing stored; available() false or throwing makes the handover unavailable", async () => {
     const failing: LiveChatProvider = {
-      name: "flaky",
+      id: "flaky",
       handover: () => {
         throw new Error("desk down");
       },
@@ -101,7 +102,7 @@ describe("the live-chat provider's hooks", () => {
     await first.service.close();
 
     for (const available of [() => false, () => Promise.reject(new Error("no"))]) {
-      const closedDesk = await setup({ name: "closed", available });
+      const closedDesk = await setup({ id: "closed", available });
       const refused = await closedDesk.execute("help");
       expect(refused.status).toBe("success");
       const read = await (await closedDesk.call(`/public/v1/api/conversations/${refused.conversation_id}/messages`)).json();
@@ -111,14 +112,14 @@ describe("the live-chat provider's hooks", () => {
   });
 
   it("the provider reports through ctx.livechat: accept with its own id, messages (a retried id stored once), unavailable", async () => {
-    let livechat: import("./live-chat.js").LiveChat | undefined;
+    let livechat: LiveChatService | undefined;
     const { service, execute, call } = await setup({
-      name: "desk",
+      id: "desk",
       init(ctx) {
         livechat = ctx.livechat;
       },
     });
-    const desk = livechat as import("./live-chat.js").LiveChat;
+    const desk = livechat as LiveChatService;
     const first = await execute("help");
     const state = await desk.accept(first.conversation_id, { livechatConversationId: "desk-1" });
     expect(state).toMatchObject({ mode: "livechat_active", livechatConversationId: "desk-1" });
@@ -139,7 +140,7 @@ describe("the user's subscription", () => {
   it("stops listening when its client goes away", async () => {
     const feed = countingFeed();
     const storage = Object.assign(memoryStorage(), { feed });
-    const { service, execute, call } = await setup({ name: "desk" }, storage);
+    const { service, execute, call } = await setup({ id: "desk" }, storage);
     const { conversation_id: id } = await execute("help");
     const response = await call(`/public/v1/api/conversations/${id}/events`);
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();

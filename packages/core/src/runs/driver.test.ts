@@ -9,6 +9,7 @@ import { RunAbort } from "./abort.js";
 import { claimOf, driveRun, type TextPart } from "./driver.js";
 import { inProcessFeed } from "../livechat/feed.js";
 import { LiveChat } from "../livechat/live-chat.js";
+import { PluginRegistry } from "../plugin/registry.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { isoTimestamp } from "./timestamp.js";
 
@@ -214,6 +215,8 @@ beforeAll(async () => {
     resumableStreams: false,
     rateLimits: null,
     widget: {},
+    settings: {},
+    sealedSettings: null,
     createdAt: NOW,
     updatedAt: NOW,
   };
@@ -249,6 +252,8 @@ interface RunOptions {
 }
 
 const shared = new RunLifecycle({ logger: silent, leaseMs: LEASE_MS });
+/** The plugins that hear of runs: none here. */
+const hooks = new PluginRegistry(silent);
 
 /** A run as `startRun` starts one: it takes its ticket (and its turn, if free), then the driver drives it. */
 async function begin(flow: Flow<any>, options: RunOptions = {}) {
@@ -269,7 +274,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
       ...base,
       ticket: ticket.ticket,
       begun: true,
-      livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "test" }, logger: silent, estimateTokens }),
+      livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { id: "test" }, logger: silent, estimateTokens }),
       trigger: "message",
       claimedAtMs: arrivedMs,
       metadata: options.metadata,
@@ -280,6 +285,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
       live: options.live ?? true,
       streamEnding: { current: null },
       stream: undefined,
+      hooks,
     },
     ticket.claimed,
   );
@@ -470,7 +476,7 @@ describe("driveRun: outcomes", () => {
   });
 
   it("a provider that says nobody is available makes the handover unavailable too", async () => {
-    const closedDesk = new LiveChat({ storage, feed: inProcessFeed(), provider: { name: "closed", available: () => false }, logger: silent, estimateTokens });
+    const closedDesk = new LiveChat({ storage, feed: inProcessFeed(), provider: { id: "closed", available: () => false }, logger: silent, estimateTokens });
     const { outcome, conversation } = await run(handingOver, { livechat: closedDesk });
     expect(outcome.status).toBe("success");
     expect(conversation?.mode).toBe("livechat_unavailable");

@@ -25,6 +25,8 @@ function channel(overrides: Partial<ChannelRecord> = {}): ChannelRecord {
     rateLimits: null,
     resumableStreams: false,
     widget: { title: "Hi", colors: { primary: "#000" } },
+    settings: {},
+    sealedSettings: null,
     createdAt: "2026-01-01T00:00:00.000Z",
     updatedAt: "2026-01-01T00:00:00.000Z",
     ...overrides,

@@ -4,7 +4,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { createSecretBox } from "../auth/secret-box.js";
-import type { RegisteredFlow, ServiceContext } from "../context.js";
+import type { RegisteredFlow, ServiceInternals } from "../context.js";
 import { estimateTokens } from "../conversations/tokens.js";
 import { defineFlow } from "../flows/define.js";
 import { step, text } from "../flows/events.js";
@@ -14,7 +14,9 @@ import { inProcessFeed } from "../livechat/feed.js";
 import { LiveChat } from "../livechat/live-chat.js";
 import { RunStreams } from "../streams/run-streams.js";
 import { OpenStreams } from "../ratelimit/open-streams.js";
+import { PluginRegistry } from "../plugin/registry.js";
 import { RunLifecycle } from "./lifecycle.js";
+import { runsOf } from "./runs.js";
 import { type StartedRun, startRun } from "./start.js";
 
 const silent = { warn: () => undefined, error: () => undefined };
@@ -78,6 +80,8 @@ async function setup() {
     resumableStreams: false,
     rateLimits: null,
     widget: {},
+    settings: {},
+    sealedSettings: null,
     createdAt: NOW,
     updatedAt: NOW,
   };
@@ -95,7 +99,9 @@ async function setup() {
   });
   const flow: RegisteredFlow = { flow: gated, id: crypto.randomUUID(), name: "gated", version: null };
   const waitingFlow: RegisteredFlow = { flow: waiting, id: crypto.randomUUID(), name: "waiting", version: null };
-  const ctx: ServiceContext = {
+  const plugins = new PluginRegistry(silent);
+  const ctx: ServiceInternals = {
+    plugins,
     storage,
     flows: new Map([
       ["gated", flow],
@@ -106,13 +112,18 @@ async function setup() {
     maxBodyBytes: 1024,
     historyLimit: 50,
     estimateTokens,
-    runs: new RunLifecycle({ logger: silent, leaseMs: 30_000 }),
-    livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens }),
+    lifecycle: new RunLifecycle({ logger: silent, leaseMs: 30_000 }),
+    // Set below, as the service does: the runs act through the context they are part of.
+    runs: undefined as never,
+    // startRun runs no admin operation.
+    admin: undefined as never,
+    livechat: new LiveChat({ storage, feed: inProcessFeed(), provider: null, logger: silent, estimateTokens, hooks: plugins }),
     production: false,
     limits: new RateLimiter(null, memoryRateLimitStore(), 0),
     streams: new RunStreams({ store: undefined, feed: inProcessFeed(), logger: silent, leaseMs: 30_000 }),
     openStreams: new OpenStreams(null, () => undefined),
   };
+  ctx.runs = runsOf(ctx);
   const request = { signal: new AbortController().signal };
   const start = (payload: string, live: boolean, conversationId?: string) =>
     (async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { demoFlows } from "../../flows/demo.js";
+import type { ServiceInternals } from "../../context.js";
 import { type ChannelPlugin, createChannelService, memoryStorage, type ServiceContext } from "../../index.js";
 
 const quiet = { warn() {}, error() {} };
@@ -8,7 +9,7 @@ describe("the webhook channel under a flood of startConversation", () => {
   it("keeps nothing in the process per conversation: only the stored conversations grow", async () => {
     let context: ServiceContext | undefined;
     const probe: ChannelPlugin = {
-      name: "probe",
+      id: "probe",
       init(ctx) {
         context = ctx;
       },
@@ -27,7 +28,8 @@ describe("the webhook channel under a flood of startConversation", () => {
       answered.map(async (response) => ((await response.json()) as { conversation: { conversation: { id: string } } }).conversation.conversation.id),
     );
     expect(new Set(ids).size).toBe(300);
-    expect(context?.runs.inFlight()).toEqual({ runs: 0, waitingConversations: 0, heldTurns: 0 });
+    // The context a plugin gets is the service's own, its run lifecycle behind it.
+    expect((context as ServiceInternals | undefined)?.lifecycle.inFlight()).toEqual({ runs: 0, waitingConversations: 0, heldTurns: 0 });
     expect(await storage.findConversation(ids[299] as string)).toMatchObject({ channelId: channel.id, language: "en_US" });
     await service.close();
   });
