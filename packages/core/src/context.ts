@@ -60,7 +60,7 @@ export interface Runs {
 /** Counting requests against the rate limits (docs/security.md): a route counts a request once it knows who sends it. */
 export type RateLimits = Pick<
   RateLimiter,
-  "addressOf" | "forKey" | "forWebhook" | "forTenant" | "forRefusedAdmin" | "failedAuthentication" | "afterRefusal"
+  "addressOf" | "forKey" | "forChannel" | "forWebhook" | "forTenant" | "forRefusedAdmin" | "failedAuthentication" | "afterRefusal"
 >;
 
 /** The caps on streams open at once: a route answering a stream that stays open opens it through them. */

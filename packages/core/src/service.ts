@@ -276,6 +276,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   };
   // What every route and plugin gets: the same service, seen through its public interfaces.
   const ctx: ServiceContext = internals;
+  pluginRegistry.attach(ctx);
 
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const plugins = [...(options.channels ?? defaultChannels()), ...(options.livechat ? [options.livechat] : []), ...(options.plugins ?? [])];

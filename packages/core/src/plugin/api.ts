@@ -57,7 +57,7 @@ export { authenticateApiKey, authenticateRequest, bearerToken, type ApiKeyOption
 export { checkChannelSignature, checkSignedRequest } from "../auth/channel-signature.js";
 export { adminAuthenticator, type AdminAuthOptions, type AdminCredentials } from "../auth/admin-token.js";
 export { adminRequest, type AdminAuthenticate, type AdminRequest } from "../auth/admin-request.js";
-export { sha256Hex } from "../auth/encoding.js";
+export { sha256Hex, timingSafeEqual } from "../auth/encoding.js";
 export { signRequestBody, verifySignature } from "../auth/signature.js";
 export type { SecretBox } from "../auth/secret-box.js";
 

@@ -1,3 +1,4 @@
+import type { ServiceContext } from "../context.js";
 import type { MessageView } from "../conversations/message-view.js";
 import type { RunOutcome } from "../runs/outcome.js";
 import type { ChannelRecord, ConversationMode } from "../storage/types.js";
@@ -8,6 +9,8 @@ export interface RunHookEvent {
   conversationId: string;
   channel: ChannelRecord;
   flowName: string;
+  /** The run's `metadata`, as the route passed it to `ctx.runs.start` (`{}` without any): where a channel keeps what its hook needs, e.g. a platform's thread id. */
+  metadata: Record<string, unknown>;
 }
 
 /** A run that took its turn and starts its flow. */
@@ -45,18 +48,18 @@ export interface LiveChatMessageEvent extends LiveChatHookEvent {
 /**
  * What a plugin hears of runs and live chat, after the fact, on the instance where it
  * happened: a hook never changes a run, and a hook that throws (or rejects) is logged and
- * forgotten. Hooks are called in the order of the service's `plugins`, without waiting for a
+ * forgotten. Each is given the service's context (as a route is). Hooks are called in the order of the service's `plugins`, without waiting for a
  * hook to settle before the run goes on.
  */
 export interface RunHooks {
   /** A run took its turn and starts its flow (a run whose flow does not run, its message going to a human, is not told). */
-  runStarted?(event: RunStartedEvent): void | Promise<void>;
+  runStarted?(event: RunStartedEvent, ctx: ServiceContext): void | Promise<void>;
   /** A run whose flow ran is stored with its outcome (`success`, `error`, `cancelled`). */
-  runEnded?(event: RunEndedEvent): void | Promise<void>;
+  runEnded?(event: RunEndedEvent, ctx: ServiceContext): void | Promise<void>;
   /** A flow handed its conversation over (to the inbox or the configured provider). */
-  handover?(event: HandoverEvent): void | Promise<void>;
+  handover?(event: HandoverEvent, ctx: ServiceContext): void | Promise<void>;
   /** A human agent wrote in a conversation (what a chat platform's plugin posts into its thread). */
-  agentMessage?(event: LiveChatMessageEvent): void | Promise<void>;
+  agentMessage?(event: LiveChatMessageEvent, ctx: ServiceContext): void | Promise<void>;
   /** A conversation's live-chat mode changed. */
-  modeChanged?(event: ModeChangedEvent): void | Promise<void>;
+  modeChanged?(event: ModeChangedEvent, ctx: ServiceContext): void | Promise<void>;
 }

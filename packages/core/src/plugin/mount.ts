@@ -65,7 +65,11 @@ function askedPreflight(request: IncomingRequest, methods: string, headers: read
   return reply;
 }
 
-/** One request to a route: its input, read when the handler asks, by the route's schemas. */
+/**
+ * One request to a route: its input, read when the handler asks, by the route's schemas. The
+ * readers are getters handing out bound functions, so that a handler may destructure them
+ * (`handle({ params, body })`), and a route that reads neither allocates nothing for them.
+ */
 class Call implements RouteCall<string, unknown, unknown> {
   readonly request: IncomingRequest;
   readonly params: RouteParams;
@@ -80,7 +84,19 @@ class Call implements RouteCall<string, unknown, unknown> {
     this.#maxBodyBytes = ctx.maxBodyBytes;
   }
 
-  query(): unknown {
+  get query(): () => unknown {
+    return () => this.#query();
+  }
+
+  get rawBody(): () => Promise<Uint8Array> {
+    return () => this.#rawBody();
+  }
+
+  get body(): () => Promise<unknown> {
+    return () => this.#body();
+  }
+
+  #query(): unknown {
     const schema = this.#route.query;
     if (!schema) throw new Error(`channelkit: the route ${this.#route.method} ${this.#route.path} reads a query but declares no \`query\` schema`);
     const values: Record<string, string> = {};
@@ -88,15 +104,15 @@ class Call implements RouteCall<string, unknown, unknown> {
     return validate(schema as z.ZodType, values);
   }
 
-  rawBody(): Promise<Uint8Array> {
+  #rawBody(): Promise<Uint8Array> {
     this.#raw ??= readRawBody(this.request, this.#maxBodyBytes);
     return this.#raw;
   }
 
-  async body(): Promise<unknown> {
+  async #body(): Promise<unknown> {
     const schema = this.#route.body;
     if (!schema) throw new Error(`channelkit: the route ${this.#route.method} ${this.#route.path} reads a body but declares no \`body\` schema`);
     requireJsonContentType(this.request);
-    return validate(schema as z.ZodType, parseJson(await this.rawBody()));
+    return validate(schema as z.ZodType, parseJson(await this.#rawBody()));
   }
 }

@@ -26,7 +26,7 @@ function threadChannel(events: { name: string; event: unknown }[] = []): Channel
     errorCodes: { thread_closed: { status: 409, message: "This thread is closed." } },
     hooks: {
       runStarted: (event) => void events.push({ name: "runStarted", event }),
-      runEnded: (event) => void events.push({ name: "runEnded", event }),
+      runEnded: (event, ctx) => void events.push({ name: "runEnded", event: { ...event, hasContext: typeof ctx.runs.start === "function" } }),
       handover: (event) => void events.push({ name: "handover", event }),
       modeChanged: (event) => void events.push({ name: "modeChanged", event }),
       agentMessage: (event) => void events.push({ name: "agentMessage", event }),
@@ -47,17 +47,19 @@ function threadChannel(events: { name: string; event: unknown }[] = []): Channel
           responses: { 200: { description: "The reply.", json: z.object({ reply: z.string(), conversation_id: z.string() }) } },
           errors: ["missing_api_key", "invalid_api_key", "validation_error", "thread_closed"],
         },
-        async handle(call, ctx) {
-          const { channel } = await authenticateRequest(call.request, ctx);
-          if (call.params.thread_id === "closed") throw new ServiceError("thread_closed");
-          const { shout } = call.query() as { shout?: "yes" | "no" };
-          const { text } = (await call.body()) as { text: string };
+        // The call's readers destructured, as a handler may write them.
+        async handle({ request, params, query, body }, ctx) {
+          const { channel } = await authenticateRequest(request, ctx);
+          if (params.thread_id === "closed") throw new ServiceError("thread_closed");
+          const { shout } = query();
+          const { text } = await body();
           const run = await ctx.runs.start({
             channel,
             flow: channelFlow(ctx, channel),
-            conversation: { externalKey: call.params.thread_id },
+            conversation: { externalKey: params.thread_id },
             payload: text,
-            request: call.request,
+            metadata: { thread: params.thread_id },
+            request,
             live: false,
           });
           const outcome = await runToEnd(run);
@@ -204,7 +206,7 @@ describe("a plugin's hooks", () => {
       const names = () => events.map((entry) => entry.name);
       expect(names()).toEqual(["runStarted", "modeChanged", "handover", "runEnded"]);
       const ended = events[3]?.event as RunEndedEvent;
-      expect(ended).toMatchObject({ conversationId, flowName: "handover", outcome: { status: "pending" } });
+      expect(ended).toMatchObject({ conversationId, flowName: "handover", metadata: { thread: "h-1" }, outcome: { status: "pending" }, hasContext: true });
       expect(events[1]?.event).toMatchObject({ conversationId, from: "bot", to: "livechat_waiting" });
       const inbox = (path: string, body?: unknown) =>
         service.handler(

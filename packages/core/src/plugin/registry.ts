@@ -15,9 +15,15 @@ export class PluginRegistry {
   readonly #types = new Map<string, ChannelTypeDefinition>();
   readonly #hooks: RunHooks[] = [];
   readonly #logger: Logger;
+  #ctx: ServiceContext | null = null;
 
   constructor(logger: Logger) {
     this.#logger = logger;
+  }
+
+  /** The context the hooks are given: the service's, once it is made. */
+  attach(ctx: ServiceContext): void {
+    this.#ctx = ctx;
   }
 
   /** The channel types of plugins, by name. */
@@ -39,10 +45,10 @@ export class PluginRegistry {
    */
   notify<Name extends keyof RunHooks>(name: Name, event: Parameters<NonNullable<RunHooks[Name]>>[0]): void {
     for (const hooks of this.#hooks) {
-      const hook = hooks[name] as ((event: unknown) => void | Promise<void>) | undefined;
+      const hook = hooks[name] as ((event: unknown, ctx: ServiceContext) => void | Promise<void>) | undefined;
       if (!hook) continue;
       try {
-        const result = hook.call(hooks, event);
+        const result = hook.call(hooks, event, this.#ctx as ServiceContext);
         if (result && typeof result.then === "function") result.then(undefined, (error) => this.#failed(name, error));
       } catch (error) {
         this.#failed(name, error);

@@ -95,7 +95,7 @@ export interface RouteDefinition<Path extends string = string, Query = unknown, 
  */
 export function defineRoute<const Path extends string, Query = unknown, Body = unknown>(
   route: RouteDefinition<Path, Query, Body>,
-): RouteDefinition<Path, Query, Body> {
+): RouteDefinition<NoInfer<Path>, NoInfer<Query>, NoInfer<Body>> {
   return route;
 }
 

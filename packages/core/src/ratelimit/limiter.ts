@@ -79,6 +79,15 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Counts a request to a channel that its path names rather than a key (a chat platform's
+   * webhook, a plugin's channel): as the webhook channel's, per channel (its `webhookClient`
+   * limit) and per client address.
+   */
+  forChannel(request: LimitedRequest, channel: ChannelRecord): Promise<void> {
+    return this.forWebhook(request, channel);
+  }
+
   /** Counts a request to a webhook channel: per `client_id`, and per client address. */
   async forWebhook(request: LimitedRequest, channel: ChannelRecord): Promise<void> {
     if (this.#limits === null) return;

@@ -486,7 +486,7 @@ class RunDriver implements RunSteps {
 
 /** What every run hook is told of the run. */
 function hookEvent(input: RunInput): RunHookEvent {
-  return { runId: input.runId, conversationId: input.conversation.id, channel: input.channel, flowName: input.flow.name };
+  return { runId: input.runId, conversationId: input.conversation.id, channel: input.channel, flowName: input.flow.name, metadata: input.metadata ?? {} };
 }
 
 const NO_PARTS: readonly TextPart[] = Object.freeze([]);
