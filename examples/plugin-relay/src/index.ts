@@ -248,8 +248,6 @@ async function postReply(ctx: ServiceContext, { channel, conversationId }: RunEn
  * with `service.admin.createChannel({ type: "relay", settings: { callback_url, token } })`.
  */
 export function relayChannel() {
-  // A hook is told of a run, not given the service: `init` keeps it for the hooks.
-  let service: ServiceContext | undefined;
   return definePlugin({
     id: "relay",
     routes: [deliver],
@@ -257,17 +255,15 @@ export function relayChannel() {
     errorCodes,
     schema,
     hooks: {
-      runEnded(event) {
-        if (event.channel.type !== relayChannelType.name || service === undefined) return;
+      // A hook is given the service's context, as a route is.
+      runEnded(event, ctx) {
+        if (event.channel.type !== relayChannelType.name) return;
         const text = replyText(event.outcome);
         if (text === "") return;
         // service.close() waits until the reply is posted, before it closes the storage.
-        const release = service.runs.hold();
-        return postReply(service, event, text).finally(release);
+        const release = ctx.runs.hold();
+        return postReply(ctx, event, text).finally(release);
       },
-    },
-    init(ctx) {
-      service = ctx;
     },
   });
 }
