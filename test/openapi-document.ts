@@ -4,34 +4,13 @@
  * checks it). Here rather than in `@channelkit/core`, since the widget's script is a route
  * of `@channelkit/widget`, which depends on core.
  */
-import {
-  adminApi,
-  apiChannel,
-  liveChatInbox,
-  liveChatWebhookBridge,
-  type OpenApiDocument,
-  openApiDocument,
-  openApiPlugin,
-  webhookChannel,
-  widgetChannel,
-} from "@channelkit/core";
+import { type OpenApiDocument, openApiDocument } from "@channelkit/core";
+import { corePlugins } from "../packages/testkit/src/core-plugins.js";
 import { widgetAsset } from "../packages/widget/src/plugin.js";
 
 /** The plugins whose routes `docs/openapi.json` describes, channelkit's own channels first. */
 export function documentedPlugins() {
-  return [
-    apiChannel(),
-    webhookChannel(),
-    widgetChannel(),
-    openApiPlugin(() => {
-      throw new Error("only described, never served");
-    }),
-    adminApi(),
-    liveChatInbox(),
-    // Only described: its options are never used.
-    liveChatWebhookBridge({ url: "https://bridge.invalid/", secret: "only-described-never-used" }),
-    widgetAsset(),
-  ];
+  return [...corePlugins(), widgetAsset()];
 }
 
 /** The document `docs/openapi.json` holds. */

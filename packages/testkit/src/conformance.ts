@@ -6,17 +6,8 @@
  * malformed header, a body or a server-sent event that does not match its schema is a
  * violation, which fails the test that received it (see `Harness`).
  */
-import {
-  adminApi,
-  apiChannel,
-  liveChatInbox,
-  liveChatWebhookBridge,
-  type OpenApiDocument,
-  openApiDocument,
-  openApiPlugin,
-  webhookChannel,
-  widgetChannel,
-} from "@channelkit/core";
+import { type OpenApiDocument, openApiDocument } from "@channelkit/core";
+import { corePlugins } from "./core-plugins.js";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 
@@ -37,26 +28,12 @@ const shorten = (text: string) => (text.length > SHOWN ? `${text.slice(0, SHOWN)
 const NO_BODY = new Set([101, 103, 204, 205, 304]);
 
 /**
- * The OpenAPI document of every route of `@channelkit/core` and of its plugins: the API,
- * webhook and widget channels, the document's own route, `adminApi()`, `liveChatInbox()`
- * and `liveChatWebhookBridge()`. `docs/openapi.json` is this with the routes of
+ * The OpenAPI document of every route of `@channelkit/core` and of its plugins
+ * ({@link corePlugins}). `docs/openapi.json` is this with the routes of
  * `@channelkit/widget`'s `widgetAsset()`.
  */
 export function coreOpenApiDocument(): OpenApiDocument {
-  return openApiDocument({
-    plugins: [
-      apiChannel(),
-      webhookChannel(),
-      widgetChannel(),
-      openApiPlugin(() => {
-        throw new Error("only described, never served");
-      }),
-      adminApi(),
-      liveChatInbox(),
-      // Only described: its options are never used.
-      liveChatWebhookBridge({ url: "https://bridge.invalid/", secret: "only-described-never-used" }),
-    ],
-  });
+  return openApiDocument({ plugins: corePlugins() });
 }
 
 /**

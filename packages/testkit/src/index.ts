@@ -134,3 +134,4 @@ export {
 export { SseFrames } from "./frames.js";
 export { StorageGate, type HeldCall } from "./gate.js";
 export { OpenApiConformance, coreOpenApiDocument } from "./conformance.js";
+export { corePlugins } from "./core-plugins.js";
