@@ -70,7 +70,6 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** A code of the table: one of the contract's, or one a plugin declared (`ChannelPlugin.errorCodes`). */
-// biome-ignore lint/complexity/noBannedTypes: `string & {}` keeps the contract's codes suggested beside any string.
 export type AnyErrorCode = ErrorCode | (string & {});
 
 /** The codes plugins added, process-wide: a code means one thing wherever it is thrown. */
@@ -87,7 +86,8 @@ export function errorDefinition(code: string): { status: number; message: string
  */
 export function registerErrorCodes(plugin: string, codes: Readonly<Record<string, { status: number; message: string }>>): void {
   for (const [code, { status, message }] of Object.entries(codes)) {
-    if (!/^[a-z][a-z0-9_]*$/.test(code)) throw new TypeError(`channelkit: plugin "${plugin}" declares the error code "${code}": use lower case letters, digits and _`);
+    if (!/^[a-z][a-z0-9_]*$/.test(code))
+      throw new TypeError(`channelkit: plugin "${plugin}" declares the error code "${code}": use lower case letters, digits and _`);
     if (!(Number.isInteger(status) && status >= 400 && status <= 599)) {
       throw new TypeError(`channelkit: plugin "${plugin}" declares the error code "${code}" with status ${status}: an error's status is 400 to 599`);
     }

@@ -7,8 +7,6 @@ import { z } from "zod";
 import type { ErrorCode } from "../http/errors.js";
 import type { HeaderName, ParameterSpec, SuccessSpec } from "./spec.js";
 
-
-
 /** Checks 1 to 5 of execute: a channel key of an active API channel of the right environment, and an allowed origin. */
 export const CHANNEL_KEY: ErrorCode[] = [
   "missing_api_key",
@@ -90,4 +88,3 @@ export const RESUME_RESPONSES: Record<number, SuccessSpec> = {
   },
   204: { description: "No run of a resumable channel is in flight for this conversation." },
 };
-

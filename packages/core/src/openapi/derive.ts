@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { preflights } from "../plugin/mount.js";
 import type { ChannelPlugin } from "../plugin/plugin.js";
-import type { AnyRoute } from "../plugin/route.js";
 import type { OperationSpec, ParameterSpec } from "./spec.js";
 
 /** The plugins whose routes are the service's own, which the document does not mark with their plugin. */

@@ -201,8 +201,7 @@ function operationObject(operation: OperationSpec): Record<string, unknown> {
     summary: operation.summary,
     ...(operation.description ? { description: operation.description } : {}),
     tags: [typeof operation.tag === "string" ? TAGS[operation.tag].name : operation.tag.name],
-    security:
-      typeof operation.security === "string" ? SECURITY[operation.security] : Object.keys(operation.security.schemes).map((name) => ({ [name]: [] })),
+    security: typeof operation.security === "string" ? SECURITY[operation.security] : Object.keys(operation.security.schemes).map((name) => ({ [name]: [] })),
     ...(operation.parameters?.length ? { parameters: operation.parameters.map(parameterObject) } : {}),
     ...(operation.body
       ? {

@@ -101,4 +101,3 @@ export const TAGS = {
 
 /** A tag's key. */
 export type Tag = keyof typeof TAGS;
-

@@ -100,5 +100,4 @@ export function defineRoute<const Path extends string, Query = unknown, Body = u
 }
 
 /** A route of any path and input, as a plugin's list holds it. */
-// biome-ignore lint/suspicious/noExplicitAny: a list holds routes of every input type; each was checked by defineRoute.
 export type AnyRoute = RouteDefinition<string, any, any>;

@@ -16,7 +16,6 @@ import {
   type Reply,
   runToEnd,
   type ServiceContext,
-  ServiceError,
   validate,
   findOwnConversation,
 } from "../../plugin/api.js";
