@@ -1,7 +1,8 @@
 /**
  * Resumable streams in real Chromium, against `channelkit serve` (the built command) and a
- * channel created with `--resumable-streams`, bound to the `slow` flow (50 words, 100 ms
- * apart): a reply outlives the page that asked for it. The AI SDK's own `useChat` with
+ * channel created with `--resumable-streams`, bound to a `gated` flow (three words, then it
+ * waits for the test to open its gate, then 47 more): a reply outlives the page that asked
+ * for it, and "mid-reply" is a state the test holds, not a race with the clock. The AI SDK's own `useChat` with
  * `resume: true` (examples/widget-react, built with Vite) and the one-tag widget each show
  * the whole reply after a reload mid-reply, streamed live again from
  * `GET /public/widget/chat/{id}/stream`; the example's Stop cancels the run through
@@ -17,16 +18,66 @@ import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, killAll, runCliJson, type ServeProcess, startServe } from "../packages/cli/src/test-process.js";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ensureBuilt, killAll, makeApp, runCliJson, type ServeProcess, startServe, type TestApp } from "../packages/cli/src/test-process.js";
 import { browserMissing, hostIs, launchChromium, reactExampleSite, screenshot, staticSite } from "./browser.js";
 
 const ENV = { CHANNELKIT_SECRET_KEY: randomBytes(32).toString("hex") };
 const missing = browserMissing();
 if (missing) console.warn(`resumable-stream browser tests skipped: ${missing}`);
 
-/** What the `slow` flow answers, whole. */
+/** What the `gated` flow answers, whole. */
 const WHOLE_REPLY = Array.from({ length: 50 }, (_, index) => `word${index + 1}`).join(" ");
+
+/**
+ * The service's config: the `gated` flow writes `word1 word2 word3 `, then asks the test's gate
+ * (`GATE_URL`) and writes the rest once it answers; a cancelled run stops waiting.
+ */
+const CONFIG = `import { defineFlow, text } from "@channelkit/core";
+
+const gated = defineFlow({
+  name: "gated",
+  async *run(ctx) {
+    for (let i = 1; i <= 50; i++) {
+      if (i === 4) await (await fetch(process.env.GATE_URL, { signal: ctx.signal })).text();
+      yield text(i === 50 ? \`word\${i}\` : \`word\${i} \`);
+    }
+    return { words: 50 };
+  },
+});
+
+export default { flows: [gated] };
+`;
+
+/**
+ * Where the flow waits: closed, it holds every request until `open()`; open, it answers at
+ * once. Each test starts closed.
+ */
+async function startGate() {
+  let opened = false;
+  const held = new Set<import("node:http").ServerResponse>();
+  const server = createServer((_request, response) => {
+    if (opened) return response.end("go");
+    held.add(response);
+    response.once("close", () => held.delete(response));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    open() {
+      opened = true;
+      for (const response of held) response.end("go");
+    },
+    shut() {
+      opened = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
 
 /**
  * A reverse proxy on 127.0.0.1 in front of the service, streaming answers through as they
@@ -81,6 +132,9 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
   let proxy: Awaited<ReturnType<typeof startProxy>>;
   let reactSite: Awaited<ReturnType<typeof reactExampleSite>>;
   let widgetSite: Awaited<ReturnType<typeof staticSite>>;
+  let gate: Awaited<ReturnType<typeof startGate>>;
+  let app: TestApp;
+  let config: string[];
   let key: string;
   /** A channel without resumable streams: a lost connection cancels its run. */
   let plainKey: string;
@@ -90,8 +144,9 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
       reactExampleSite(),
       launchChromium(),
       (async () => {
-        await ensureBuilt();
-        server = await startServe(["--db", db, "--port", "0"], ENV);
+        [gate, app] = await Promise.all([startGate(), makeApp({ "channelkit.config.mjs": CONFIG }), ensureBuilt()]);
+        config = ["--config", join(app.path, "channelkit.config.mjs")];
+        server = await startServe(["--db", db, "--port", "0", ...config], { ...ENV, GATE_URL: gate.url });
         proxy = await startProxy(server.url);
       })(),
     ]);
@@ -106,18 +161,18 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
 <script src="${base}/public/widget/widget.js" data-key="${pageKey}" defer></script></body></html>`,
       };
     });
-    const { tenant } = await runCliJson<{ tenant: { id: string } }>(["tenant", "create", "--name", "Resume", "--db", db], ENV);
+    const { tenant } = await runCliJson<{ tenant: { id: string } }>(["tenant", "create", "--name", "Resume", "--db", db, ...config], ENV);
     const created = await runCliJson<{ api_key: string; channel: { resumable_streams?: unknown } }>(
       [
-        ...["channel", "create", "--tenant", tenant.id, "--flow", "slow", "--mode", "public", "--resumable-streams"],
-        ...["--allowed-origin", reactSite.origin, "--allowed-origin", widgetSite.origin, "--db", db],
+        ...["channel", "create", "--tenant", tenant.id, "--flow", "gated", "--mode", "public", "--resumable-streams"],
+        ...["--allowed-origin", reactSite.origin, "--allowed-origin", widgetSite.origin, "--db", db, ...config],
       ],
       ENV,
     );
     key = created.api_key;
     expect(created.channel.resumable_streams).toBe(true);
     const plain = await runCliJson<{ api_key: string }>(
-      ["channel", "create", "--tenant", tenant.id, "--flow", "slow", "--mode", "public", "--allowed-origin", widgetSite.origin, "--db", db],
+      ["channel", "create", "--tenant", tenant.id, "--flow", "gated", "--mode", "public", "--allowed-origin", widgetSite.origin, "--db", db, ...config],
       ENV,
     );
     plainKey = plain.api_key;
@@ -125,10 +180,13 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
 
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([reactSite?.close(), widgetSite?.close(), proxy?.close()]);
+    await Promise.all([reactSite?.close(), widgetSite?.close(), proxy?.close(), gate?.close()]);
     await killAll();
+    await app?.remove();
     await Promise.all(["", "-wal", "-shm"].map((suffix) => rm(`${db}${suffix}`, { force: true })));
   });
+
+  beforeEach(() => gate.shut());
 
   /** The conversation's history as the service stored it: `role: content` lines. */
   async function stored(conversationId: string, apiKey = key): Promise<string[]> {
@@ -160,7 +218,7 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     await expect.poll(() => resumes.map((entry) => entry.status)).toEqual([204]);
     await page.getByTestId("input").fill("Tell me a long story");
     await page.getByTestId("send").click();
-    await expect.poll(() => reply.textContent(), { timeout: 5000 }).toMatch(/^word1 word2 word3/);
+    await expect.poll(() => reply.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2 word3/);
     const conversationId = (await page.getByTestId("conversation").textContent()) ?? "";
     expect(conversationId).toMatch(/^[0-9a-f-]{36}$/);
     expect(await reply.textContent()).not.toContain("word50");
@@ -168,10 +226,11 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     await page.reload();
     // The user's message from the history, the reply from the resumed stream, still arriving.
     await expect.poll(() => user.allTextContents()).toEqual(["Tell me a long story"]);
-    await expect.poll(() => status.textContent(), { timeout: 5000 }).toBe("streaming");
+    await expect.poll(() => status.textContent(), { timeout: 15_000 }).toBe("streaming");
     expect(await reply.textContent()).toMatch(/^word1 word2 word3/);
     expect(await reply.textContent()).not.toContain("word50");
     await screenshot(page, "usechat-resumed");
+    gate.open();
     await expect.poll(() => status.textContent(), { timeout: 15_000 }).toBe("ready");
     expect(await reply.allTextContents()).toEqual([WHOLE_REPLY]);
     expect(await page.getByTestId("conversation").textContent()).toBe(conversationId);
@@ -198,7 +257,7 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     const reply = page.locator('[data-testid="message"][data-role="assistant"]');
     await page.getByTestId("input").fill("Stop me");
     await page.getByTestId("send").click();
-    await expect.poll(() => reply.textContent(), { timeout: 5000 }).toMatch(/^word1 word2 word3/);
+    await expect.poll(() => reply.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2 word3/);
     const conversationId = (await page.getByTestId("conversation").textContent()) ?? "";
     const cancel = page.waitForResponse((response) => response.url().endsWith("/cancel") && response.request().method() === "POST");
     await page.getByTestId("stop").click();
@@ -224,17 +283,18 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     await page.getByTestId("input").fill("Tell the widget a story");
     await page.keyboard.press("Enter");
     const replies = page.locator('[data-role="assistant"]:not([data-greeting])');
-    await expect.poll(() => replies.textContent(), { timeout: 5000 }).toMatch(/^word1 word2 word3/);
+    await expect.poll(() => replies.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2 word3/);
     const conversationId = await page.evaluate(() => (document.querySelector("channelkit-chat") as unknown as { conversationId: string }).conversationId);
 
     expect(resumes).toEqual([]);
     await page.reload();
     // Busy from the moment it is ready: the reply is on its way again.
-    await hostIs(page, "[ready][busy]", 5000);
+    await hostIs(page, "[ready][busy]", 15_000);
     await page.getByTestId("launcher").click();
-    await expect.poll(() => replies.textContent(), { timeout: 5000 }).toMatch(/^word1 word2 word3/);
+    await expect.poll(() => replies.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2 word3/);
     expect(await replies.textContent()).not.toContain("word50");
     await screenshot(page, "widget-resumed");
+    gate.open();
     await hostIs(page, ":not([busy])", 15_000);
     expect(await page.locator('[data-testid="message"]:not([data-greeting])').allTextContents()).toEqual(["Tell the widget a story", WHOLE_REPLY]);
     expect(await page.locator("[data-incomplete]").count()).toBe(0);
@@ -275,9 +335,12 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     await page.getByTestId("input").fill("Through a shaky network");
     await page.keyboard.press("Enter");
     const replies = page.locator('[data-role="assistant"]:not([data-greeting])');
-    await expect.poll(() => replies.textContent(), { timeout: 5000 }).toMatch(/^word1 word2 word3/);
+    await expect.poll(() => replies.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2 word3/);
     const conversationId = await page.evaluate(() => (document.querySelector("channelkit-chat") as unknown as { conversationId: string }).conversationId);
     proxy.drop();
+    // The reply goes on once the widget follows it again.
+    await expect.poll(() => proxy.forwarded, { timeout: 15_000 }).toContain(`GET /public/widget/chat/${conversationId}/stream 200`);
+    gate.open();
     await hostIs(page, ":not([busy])", 15_000);
     expect(await replies.allTextContents()).toEqual([WHOLE_REPLY]);
     expect(await page.locator("[data-incomplete]").count()).toBe(0);
@@ -290,7 +353,7 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
 
   it("the widget offline for longer than its retries shows the lost connection; Retry, once back, resumes the reply still streaming", async () => {
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
-    // The page's clock, to skip the waits between its retries (3.5 s in all) rather than race the 5 s reply.
+    // The page's clock, to skip the waits between its retries (3.5 s in all).
     await page.clock.install();
     proxy.forwarded.length = 0;
     await page.goto(`${widgetSite.url}proxied`);
@@ -300,7 +363,7 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     await page.getByTestId("input").fill("Going through a tunnel");
     await page.keyboard.press("Enter");
     const replies = page.locator('[data-role="assistant"]:not([data-greeting])');
-    await expect.poll(() => replies.textContent(), { timeout: 5000 }).toMatch(/^word1 word2/);
+    await expect.poll(() => replies.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2/);
     const conversationId = await page.evaluate(() => (document.querySelector("channelkit-chat") as unknown as { conversationId: string }).conversationId);
     proxy.setDown(true);
     try {
@@ -321,6 +384,8 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
       proxy.setDown(false);
     }
     await page.getByTestId("retry").click();
+    await expect.poll(() => proxy.forwarded, { timeout: 15_000 }).toContain(`GET /public/widget/chat/${conversationId}/stream 200`);
+    gate.open();
     await hostIs(page, ":not([busy]):not([error])", 15_000);
     expect(await replies.allTextContents()).toEqual([WHOLE_REPLY]);
     expect(await page.locator("[data-incomplete]").count()).toBe(0);
@@ -341,14 +406,15 @@ describe.skipIf(missing !== null)("resumable streams in Chromium, served by chan
     await page.getByTestId("input").fill("No safety net");
     await page.keyboard.press("Enter");
     const replies = page.locator('[data-role="assistant"]:not([data-greeting])');
-    await expect.poll(() => replies.textContent(), { timeout: 5000 }).toMatch(/^word1 word2 word3/);
+    await expect.poll(() => replies.textContent(), { timeout: 15_000 }).toMatch(/^word1 word2 word3/);
     const conversationId = await page.evaluate(() => (document.querySelector("channelkit-chat") as unknown as { conversationId: string }).conversationId);
     proxy.drop();
-    await hostIs(page, '[error="network"]:not([busy])', 5000);
+    await hostIs(page, '[error="network"]:not([busy])', 15_000);
     expect(proxy.forwarded).toContain(`GET /public/widget/chat/${conversationId}/stream 204`);
     expect(await page.locator("[data-incomplete]").count()).toBe(1);
     await page.getByTestId("retry").click();
     await expect.poll(() => replies.count()).toBe(2);
+    gate.open();
     await hostIs(page, ":not([busy]):not([error])", 15_000);
     expect(await replies.nth(1).textContent()).toBe(WHOLE_REPLY);
     expect(await page.locator('[data-role="user"]').allTextContents()).toEqual(["No safety net"]);
