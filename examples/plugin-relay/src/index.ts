@@ -116,6 +116,8 @@ async function authenticate(request: IncomingRequest, channelId: string, ctx: Se
   if (sent === null || (await sha256Hex(sent)) !== (await sha256Hex(token))) {
     throw await ctx.limits.failedAuthentication(request, new ServiceError("relay_token_invalid"));
   }
+  // Counted once the sender is known: per channel and per client address, 429 over a limit.
+  await ctx.limits.forChannel(request, channel);
   return channel;
 }
 

@@ -41,6 +41,7 @@ export function demoPage(publishableKey: () => string | null): ChannelPlugin {
         method: "GET",
         path: "/",
         auth: "none",
+        rateLimited: false,
         doc: {
           operationId: "demoPage",
           summary: "The demo's page",

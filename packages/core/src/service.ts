@@ -286,7 +286,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   await checkChannels(ctx);
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
-  for (const entry of routerEntries(mounted.flatMap((plugin) => plugin.routes ?? []))) {
+  for (const entry of routerEntries(
+    mounted.flatMap((plugin) => plugin.routes ?? []),
+    (request) => internals.limits.exempt(request),
+  )) {
     router.add(entry);
     routes.push(Object.freeze({ method: entry.method.toUpperCase(), path: basePath + entry.path }));
   }

@@ -25,6 +25,7 @@ export function widgetAsset(): ChannelPlugin {
       method,
       path: LOADER_PATH,
       auth: "none",
+      rateLimited: false,
       doc: {
         operationId: method === "GET" ? "getWidgetScript" : "headWidgetScript",
         summary: "The widget's script",

@@ -56,7 +56,7 @@ export function operationsOf(plugins: readonly ChannelPlugin[]): OperationSpec[]
       security: route.auth,
       parameters: [...parameters.filter((p) => p.in === "path"), ...queryParameters(route.query), ...parameters.filter((p) => p.in !== "path")],
       ...(body && component ? { body: { ...body, component } } : component ? { body: { component, required: true } } : {}),
-      ...(route.rateLimited ? { counted: true } : {}),
+      ...(route.rateLimited !== false ? { counted: true } : {}),
     });
   }
   return operations;

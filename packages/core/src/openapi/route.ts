@@ -20,6 +20,7 @@ export function openApiPlugin(describe: () => OpenApiDocument): ChannelPlugin {
         method: "GET",
         path: OPENAPI_PATH,
         auth: "none",
+        rateLimited: false,
         doc: {
           operationId: "getOpenApiDocument",
           summary: "This document",

@@ -9,12 +9,20 @@ import type { AnyRoute, RouteCall } from "./route.js";
 
 /**
  * The router's entries of a service's routes: each route, and one `OPTIONS` preflight per
- * path that has a route with `cors`, naming every method of the path.
+ * path that has a route with `cors`, naming every method of the path. A route declared
+ * `rateLimited: false` has its requests left out of the rate limits by `exempt`.
  */
-export function routerEntries(routes: readonly AnyRoute[]): Route<ServiceContext>[] {
+export function routerEntries(routes: readonly AnyRoute[], exempt: (request: IncomingRequest) => void): Route<ServiceContext>[] {
   const entries: Route<ServiceContext>[] = [];
   for (const route of routes) {
-    entries.push({ method: route.method, path: route.path, handle: (request, params, ctx) => route.handle(new Call(route, request, params, ctx), ctx) });
+    const handle: Route<ServiceContext>["handle"] =
+      route.rateLimited === false
+        ? (request, params, ctx) => {
+            exempt(request);
+            return route.handle(new Call(route, request, params, ctx), ctx);
+          }
+        : (request, params, ctx) => route.handle(new Call(route, request, params, ctx), ctx);
+    entries.push({ method: route.method, path: route.path, handle });
   }
   for (const [path, cors] of preflights(routes)) {
     const methods = `${cors.methods.join(", ")}, OPTIONS`;

@@ -39,7 +39,6 @@ function threadChannel(events: { name: string; event: unknown }[] = []): Channel
         cors: { headers: ["Authorization", "Content-Type"], optionalHeaders: ["X-Thread-Trace"] },
         query: z.strictObject({ shout: z.enum(["yes", "no"]).optional().meta({ description: "Upper-case the reply." }) }),
         body: z.strictObject({ text: z.string().min(1) }),
-        rateLimited: true,
         doc: {
           operationId: "postThreadMessage",
           summary: "Post to a thread",

@@ -70,7 +70,14 @@ export interface RouteDefinition<Path extends string = string, Query = unknown, 
   query?: z.ZodType<Query, any>;
   /** Parses the JSON body: {@link RouteCall.body}, and the body of the document unless `doc.body.component` names one. */
   body?: z.ZodType<Body, any>;
-  /** Whether the route counts its requests against a rate limit (its answers carry `RateLimit` headers). */
+  /**
+   * Whether the route's requests count against the rate limits of whoever sends them (true,
+   * the default): once the route knows its caller (`authenticateRequest`, `adminRequest`,
+   * `ctx.limits.forChannel`), the request is counted, refused with 429 `rate_limited` over a
+   * limit, and answered with `RateLimit` headers; the document says so. `false` leaves them
+   * out (a health check, a static asset, a route a load balancer polls); failed
+   * authentications are counted all the same.
+   */
   rateLimited?: boolean;
   /** The route's operation in the OpenAPI document. */
   doc: OperationDoc;

@@ -41,6 +41,8 @@ export class RateLimiter {
   /** The socket address of requests that do not carry their own (a Web `Request`). */
   readonly #addresses = new WeakMap<object, string>();
   readonly #applied = new WeakMap<object, AppliedLimit[]>();
+  /** Requests to routes declared `rateLimited: false`: who sends them is not counted. */
+  readonly #exempt = new WeakSet<object>();
 
   /**
    * @param limits null when rate limiting is off.
@@ -58,6 +60,15 @@ export class RateLimiter {
     if (this.#remembers && address) this.#addresses.set(request, address);
   }
 
+  /**
+   * Leaves `request` out of the limits of whoever sends it (`forKey`, `forChannel`,
+   * `forWebhook`, `forTenant`, `forRefusedAdmin` count nothing for it): its route is declared
+   * `rateLimited: false`. Failed authentications are counted all the same.
+   */
+  exempt(request: object): void {
+    this.#exempt.add(request);
+  }
+
   /** The client's address (see `trustProxy`), or undefined where the adapter cannot tell. */
   addressOf(request: LimitedRequest): string | undefined {
     const socket = request.clientAddress ?? this.#addresses.get(request);
@@ -66,7 +77,7 @@ export class RateLimiter {
 
   /** Counts a request authenticated by a channel key: per key, and per client address for a publishable key. */
   async forKey(request: LimitedRequest, { key, channel }: KeyWithChannel): Promise<void> {
-    if (this.#limits === null) return;
+    if (this.#limits === null || this.#exempt.has(request)) return;
     if (key.prefix === "svc_pub_") {
       await this.#count(request, [
         ["publishable_key", this.#setting(channel, "publishableKey"), key.id],
@@ -90,7 +101,7 @@ export class RateLimiter {
 
   /** Counts a request to a webhook channel: per `client_id`, and per client address. */
   async forWebhook(request: LimitedRequest, channel: ChannelRecord): Promise<void> {
-    if (this.#limits === null) return;
+    if (this.#limits === null || this.#exempt.has(request)) return;
     await this.#count(request, [
       ["webhook_client", this.#setting(channel, "webhookClient"), channel.id],
       ["client_address", this.#setting(channel, "clientAddress"), this.#perChannel(request, channel)],
@@ -99,7 +110,7 @@ export class RateLimiter {
 
   /** Counts an admin call of a tenant. */
   async forTenant(request: LimitedRequest, tenantId: string): Promise<void> {
-    if (this.#limits === null) return;
+    if (this.#limits === null || this.#exempt.has(request)) return;
     await this.#count(request, [["admin", this.#limits.admin, tenantId]]);
   }
 
@@ -109,7 +120,7 @@ export class RateLimiter {
    * tenant named, whose own admins would otherwise be refused for another's calls.
    */
   async forRefusedAdmin(request: LimitedRequest, actor: string | null): Promise<void> {
-    if (this.#limits === null) return;
+    if (this.#limits === null || this.#exempt.has(request)) return;
     const who = actor === null ? this.addressOf(request) : `token ${actor}`;
     if (who !== undefined) await this.#count(request, [["admin", this.#limits.admin, `refused ${who}`]]);
   }

@@ -45,7 +45,6 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
         path: CHANNEL,
         auth: "admin",
         cors: ADMIN_CORS,
-        rateLimited: true,
         doc: {
           operationId: "getChannel",
           summary: "Read a channel",
@@ -63,7 +62,6 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
         auth: "admin",
         cors: ADMIN_CORS,
         body: patchChannelBodySchema,
-        rateLimited: true,
         doc: {
           operationId: "updateChannel",
           summary: "Change a channel's settings",
@@ -83,7 +81,6 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
         path: `${CHANNEL}/rotate-key` as const,
         auth: "admin",
         cors: ADMIN_CORS,
-        rateLimited: true,
         doc: {
           operationId: "rotateChannelKey",
           summary: "Rotate a channel's key",
@@ -100,7 +97,6 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
         path: `${CHANNEL}/rotate-signing-secret` as const,
         auth: "admin",
         cors: ADMIN_CORS,
-        rateLimited: true,
         doc: {
           operationId: "rotateChannelSigningSecret",
           summary: "Rotate a channel's signing secret",
@@ -118,7 +114,6 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
         auth: "admin",
         cors: ADMIN_CORS,
         query: auditRouteQuerySchema,
-        rateLimited: true,
         doc: {
           operationId: "listAuditEvents",
           summary: "Read the audit trail",

@@ -28,7 +28,6 @@ export function apiChannel(): ChannelPlugin {
         // (@channelkit/client sends a key; our extension, docs/api.md): the contract's answer otherwise.
         cors: { headers: KEYED.headers, optionalHeaders: ["Idempotency-Key", "X-Service-Signature"] },
         body: executeRequestSchema,
-        rateLimited: true,
         doc: {
           operationId: "execute",
           summary: "Run the channel's flow",
@@ -67,7 +66,6 @@ export function apiChannel(): ChannelPlugin {
         // Browsers reading history with a publishable key send a preflight too.
         cors: KEYED,
         query: historyQuerySchema,
-        rateLimited: true,
         doc: {
           operationId: "getHistory",
           summary: "Read a conversation's history",
@@ -86,7 +84,6 @@ export function apiChannel(): ChannelPlugin {
         path: `${CONVERSATION}/events` as const,
         auth: "channelKey",
         cors: { headers: [...KEYED.headers, "Last-Event-ID"] },
-        rateLimited: true,
         doc: {
           operationId: "subscribeConversationEvents",
           summary: "Follow a conversation's live chat",
@@ -122,7 +119,6 @@ export function apiChannel(): ChannelPlugin {
         path: `${CONVERSATION}/livechat/cancel` as const,
         auth: "channelKey",
         cors: SIGNED,
-        rateLimited: true,
         doc: {
           operationId: "cancelLiveChat",
           summary: "Leave the live chat",
@@ -141,7 +137,6 @@ export function apiChannel(): ChannelPlugin {
         path: `${CONVERSATION}/stream` as const,
         auth: "channelKey",
         cors: KEYED,
-        rateLimited: true,
         doc: {
           operationId: "resumeConversationStream",
           summary: "Follow the run in flight",
@@ -159,7 +154,6 @@ export function apiChannel(): ChannelPlugin {
         path: `${CONVERSATION}/cancel` as const,
         auth: "channelKey",
         cors: SIGNED,
-        rateLimited: true,
         doc: {
           operationId: "cancelConversationRun",
           summary: "Stop the run in flight",

@@ -30,7 +30,6 @@ export function webhookChannel(): ChannelPlugin {
         auth: "none",
         cors: { headers: WEBHOOK_HEADERS },
         body: startConversationSchema,
-        rateLimited: true,
         doc: {
           operationId: "startWebhookConversation",
           summary: "Start a conversation",
@@ -51,7 +50,6 @@ export function webhookChannel(): ChannelPlugin {
         // `newMessage` takes an `Idempotency-Key` too.
         cors: { headers: [...WEBHOOK_HEADERS, "Idempotency-Key"] },
         body: newMessageSchema,
-        rateLimited: true,
         doc: {
           operationId: "sendWebhookMessage",
           summary: "Send a message",

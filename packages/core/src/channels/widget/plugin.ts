@@ -24,7 +24,6 @@ export function widgetChannel(): ChannelPlugin {
         auth: "publishableKey",
         cors: KEYED,
         query: widgetConfigQuerySchema,
-        rateLimited: true,
         doc: {
           operationId: "getWidgetConfig",
           summary: "Read the widget's configuration",
@@ -45,7 +44,6 @@ export function widgetChannel(): ChannelPlugin {
         path: CHAT,
         auth: "publishableKey",
         cors: SIGNED,
-        rateLimited: true,
         doc: {
           operationId: "widgetChat",
           summary: "Chat through the widget",
@@ -80,7 +78,6 @@ export function widgetChannel(): ChannelPlugin {
         path: `${CHAT}/:chat_id/stream` as const,
         auth: "publishableKey",
         cors: KEYED,
-        rateLimited: true,
         doc: {
           operationId: "resumeWidgetChatStream",
           summary: "Follow a widget chat's run in flight",
@@ -98,7 +95,6 @@ export function widgetChannel(): ChannelPlugin {
         path: `${CHAT}/:chat_id/cancel` as const,
         auth: "publishableKey",
         cors: SIGNED,
-        rateLimited: true,
         doc: {
           operationId: "cancelWidgetChatRun",
           summary: "Stop a widget chat's run in flight",

@@ -81,7 +81,6 @@ export function liveChatWebhookBridge(options: LiveChatWebhookBridgeOptions): Li
         auth: "bridge",
         body: bridgeEventSchema,
         // A wrong signature counts as a failed authentication: its answer carries the RateLimit fields.
-        rateLimited: true,
         doc: {
           operationId: "postBridgeEvent",
           summary: "Report the human side's event",

@@ -52,7 +52,6 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
         auth: "admin",
         cors: INBOX_CORS,
         query: inboxListQuerySchema,
-        rateLimited: true,
         doc: {
           operationId: "listLiveChats",
           summary: "List the live chats",
@@ -69,7 +68,6 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
         auth: "admin",
         cors: INBOX_CORS,
         query: inboxConversationQuerySchema,
-        rateLimited: true,
         doc: {
           operationId: "getLiveChat",
           summary: "Read a live chat",
@@ -86,7 +84,6 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
         path: `${CONVERSATION}/accept` as const,
         auth: "admin",
         cors: INBOX_CORS,
-        rateLimited: true,
         doc: {
           operationId: "acceptLiveChat",
           summary: "Accept a waiting live chat",
@@ -105,7 +102,6 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
         auth: "admin",
         cors: INBOX_CORS,
         body: agentMessageSchema,
-        rateLimited: true,
         doc: {
           operationId: "sendLiveChatMessage",
           summary: "Write to the user",
@@ -123,7 +119,6 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
         path: `${CONVERSATION}/close` as const,
         auth: "admin",
         cors: INBOX_CORS,
-        rateLimited: true,
         doc: {
           operationId: "closeLiveChat",
           summary: "Close a live chat",
@@ -140,7 +135,6 @@ export function liveChatInbox(options: AdminAuthOptions = {}): LiveChatProvider 
         path: `${BASE}/feed`,
         auth: "admin",
         cors: INBOX_CORS,
-        rateLimited: true,
         doc: {
           operationId: "liveChatFeed",
           summary: "Follow the tenant's live chats",
