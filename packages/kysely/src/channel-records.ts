@@ -17,19 +17,35 @@ const MAX_CHANNELS = 1000;
  * docs/benchmarks.md, "A channel's record made once per version of its row".
  */
 export class ChannelRecords {
-  readonly #kept = new Map<string, { row: Selectable<ChannelsTable>; record: ChannelRecord }>();
+  readonly #kept = new Map<string, { row: Selectable<ChannelsTable>; record: ChannelRecord; version: string | undefined }>();
 
-  /** The record of `row`, the one made before when the channel's row has not changed since. */
-  of(row: Selectable<ChannelsTable>): ChannelRecord {
+  /**
+   * The record of `row`, the one made before when the channel's row has not changed since.
+   * `version` is the row's version where the database gives one (Postgres's `xmin`), for {@link ofVersion}.
+   */
+  of(row: Selectable<ChannelsTable>, version?: string): ChannelRecord {
     const kept = this.#kept.get(row.id);
-    if (kept !== undefined && sameColumns(kept.row, row)) return kept.record;
+    if (kept !== undefined && sameColumns(kept.row, row)) {
+      if (version !== undefined) kept.version = version;
+      return kept.record;
+    }
     const record = frozen(rowToChannel(row));
     if (kept === undefined && this.#kept.size >= MAX_CHANNELS) this.#kept.delete(this.#kept.keys().next().value as string);
     // Only the channel's columns are kept: a key lookup's row carries the key's too.
     const columns = {} as Record<string, unknown>;
     for (const column of CHANNEL_COLUMNS) columns[column] = row[column];
-    this.#kept.set(row.id, { row: columns as Selectable<ChannelsTable>, record });
+    this.#kept.set(row.id, { row: columns as Selectable<ChannelsTable>, record, version });
     return record;
+  }
+
+  /**
+   * The record made of the channel's row at `version`, or undefined when the row kept is of
+   * another version (or none is): every write of a row gives it a new version, so a record
+   * found is the row as it is now, read without its columns.
+   */
+  ofVersion(id: string, version: string): ChannelRecord | undefined {
+    const kept = this.#kept.get(id);
+    return kept !== undefined && kept.version === version ? kept.record : undefined;
   }
 }
 

@@ -35,6 +35,12 @@ export interface Executor {
    * their lookups are then kept between requests. Absent, every lookup reads the database.
    */
   readonly changes?: ChangeWatch;
+  /**
+   * Whether every write of a row gives it a new `xmin` (Postgres): a key lookup then reads
+   * its channel's `xmin` and the channel's columns only when it is not the version already
+   * made into a record.
+   */
+  readonly rowVersions?: boolean;
   /** Releases the connection or pool, when the executor owns it. */
   close(): Promise<void>;
 }

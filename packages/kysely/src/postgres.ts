@@ -113,6 +113,7 @@ function pgExecutor(pool: GuardedPool, prepared: boolean, close: () => Promise<v
     (await (prepared ? client.prepared(query.sql, query.parameters) : client.query(query.sql, query.parameters))).rows as unknown[];
   return {
     dataModifyingCtes: true,
+    rowVersions: true,
     close,
     async rows<Row>(query: CompiledQuery<Row>) {
       const client = await pool.connect();

@@ -12,29 +12,41 @@ function placeholderRow<Column extends string>(columns: readonly Column[], $: (i
   return Object.fromEntries(columns.map((column, i) => [column, $(offset + i)])) as Record<Column, never>;
 }
 
+/** A key's columns in a key lookup, named apart from its channel's. */
+const KEY_COLUMNS = [
+  "api_keys.id as key_id",
+  "api_keys.tenant_id as key_tenant_id",
+  "api_keys.hash as key_hash",
+  "api_keys.prefix as key_prefix",
+  "api_keys.environment as key_environment",
+  "api_keys.hint as key_hint",
+  "api_keys.created_at as key_created_at",
+  "api_keys.expires_at as key_expires_at",
+  "api_keys.revoked_at as key_revoked_at",
+] as const;
+
 /**
  * The statements of the request path, compiled once per storage (see {@link PreparedQuery}):
  * the key lookup, the conversation and its recent messages, and the writes of a run: its
  * ticket, its turn, its lease and its outcome.
  */
 export function requestPathQueries(db: Kysely<Database>) {
+  const keys = () => db.selectFrom("api_keys").innerJoin("channels", "channels.id", "api_keys.channel_id").select(KEY_COLUMNS);
   return {
     keyByHash: new PreparedQuery(1, ($) =>
-      db
-        .selectFrom("api_keys")
-        .innerJoin("channels", "channels.id", "api_keys.channel_id")
+      keys()
         .select(CHANNEL_COLUMNS.map((column) => `channels.${column}` as const))
-        .select([
-          "api_keys.id as key_id",
-          "api_keys.hash as key_hash",
-          "api_keys.prefix as key_prefix",
-          "api_keys.environment as key_environment",
-          "api_keys.hint as key_hint",
-          "api_keys.created_at as key_created_at",
-          "api_keys.expires_at as key_expires_at",
-          "api_keys.revoked_at as key_revoked_at",
-        ])
         .where("api_keys.hash", "=", $(0)),
+    ),
+    // Postgres (Executor.rowVersions): the key with its channel's id and version, then the
+    // channel's columns only when that version has not been made into a record yet.
+    keyAndChannelVersion: new PreparedQuery(1, ($) =>
+      keys()
+        .select(["channels.id", sql<string>`channels.xmin::text`.as("channel_version")])
+        .where("api_keys.hash", "=", $(0)),
+    ),
+    channelWithVersion: new PreparedQuery(1, ($) =>
+      db.selectFrom("channels").select(CHANNEL_COLUMNS).select(sql<string>`xmin::text`.as("channel_version")).where("id", "=", $(0)),
     ),
     conversation: new PreparedQuery(1, ($) => db.selectFrom("conversations").select(CONVERSATION_COLUMNS).where("id", "=", $(0))),
     // The webhook routes find their channel by its public client id (a unique index).

@@ -49,7 +49,14 @@ describeWithPostgres("Postgres round trips per JSON execute", (serverUrl) => {
     signedKey = signed.api_key;
     if (!signed.signing_secret) throw new Error("createChannel returned no signing secret");
     signingSecret = signed.signing_secret;
+    // Each key read once, so that its channel's record is made: the tests below count a warm request's statements.
+    for (const key of [plainKey, signedKey]) await history(key, "00000000-0000-4000-8000-000000000000");
   });
+
+  /** `GET …/messages` of a conversation, with `key`. */
+  function history(key: string, conversationId: string): Promise<Response> {
+    return fetch(`${server.url}/public/v1/api/conversations/${conversationId}/messages`, { headers: { authorization: `Bearer ${key}` } });
+  }
 
   afterAll(async () => {
     await server?.close();
@@ -104,7 +111,7 @@ describeWithPostgres("Postgres round trips per JSON execute", (serverUrl) => {
     const { statements } = await execute(plainKey, { payload: "again", conversation_id: conversationId });
     expect(statements).toEqual(EXISTING_CONVERSATION);
     // What they stored: contiguous turns, the user message before its reply.
-    const response = await fetch(`${server.url}/public/v1/api/conversations/${conversationId}/messages`, { headers: { authorization: `Bearer ${plainKey}` } });
+    const response = await history(plainKey, conversationId);
     const { messages } = (await response.json()) as { messages: { role: string; content: string }[] };
     expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect(messages[2]?.content).toBe("again");
@@ -132,6 +139,39 @@ describeWithPostgres("Postgres round trips per JSON execute", (serverUrl) => {
       "with: update conversations, insert messages, update runs",
     ]);
     expect((await stream({ payload: "again", conversation_id: first.conversationId })).statements).toEqual(EXISTING_CONVERSATION);
+  });
+
+  it("the key lookup reads its channel's columns only when the channel's row is of a version not yet read: after its creation, and after any process changed it", async () => {
+    const { tenant } = await service.admin.createTenant({ name: "versions" });
+    const { api_key: key, channel } = await service.admin.createChannel({ tenantId: tenant.id, flow: "echo" });
+    const statementsOf = async (answer: Promise<Response>) => {
+      sent.length = 0;
+      const response = await answer;
+      await response.text();
+      return { status: response.status, statements: sent.splice(0).map(label) };
+    };
+    const some = "00000000-0000-4000-8000-000000000001";
+    expect(await statementsOf(history(key, some))).toEqual({ status: 404, statements: ["select api_keys", "select channels", "select conversations"] });
+    expect(await statementsOf(history(key, some))).toEqual({ status: 404, statements: ["select api_keys", "select conversations"] });
+    // Another process (a connection of its own) changes the channel: seen on the very next request.
+    const other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+    try {
+      await other.query("UPDATE channels SET state = 'inactive' WHERE id = $1", [channel.id]);
+      const inactive = await statementsOf(history(key, some));
+      expect(inactive).toEqual({ status: 409, statements: ["select api_keys", "select channels"] });
+      expect(await statementsOf(history(key, some))).toEqual({ status: 409, statements: ["select api_keys"] });
+      // A write that changes no column is a new version all the same: read again, the same record.
+      await other.query("UPDATE channels SET state = state WHERE id = $1", [channel.id]);
+      expect(await statementsOf(history(key, some))).toEqual({ status: 409, statements: ["select api_keys", "select channels"] });
+      await other.query("UPDATE channels SET state = 'active' WHERE id = $1", [channel.id]);
+      expect(await statementsOf(history(key, some))).toEqual({ status: 404, statements: ["select api_keys", "select channels", "select conversations"] });
+      // A change to the key itself needs no version: the key's columns are read every time.
+      await other.query("UPDATE api_keys SET revoked_at = now()::text WHERE channel_id = $1", [channel.id]);
+      expect(await statementsOf(history(key, some))).toMatchObject({ status: 401 });
+    } finally {
+      await other.end();
+    }
   });
 
   it("(c) a signed channel adds none: the signature is checked in memory", async () => {
