@@ -14,7 +14,6 @@ import {
   externalConversationId,
   type IncomingRequest,
   json,
-  type PluginSchema,
   type RunEndedEvent,
   type RunOutcome,
   runToEnd,
@@ -23,7 +22,7 @@ import {
   sha256Hex,
   userText,
 } from "@channelkit/core";
-import { pluginDatabase } from "@channelkit/kysely";
+import { pluginDatabase, pluginSchema } from "@channelkit/kysely";
 import type { Kysely } from "kysely";
 import { z } from "zod";
 
@@ -54,33 +53,30 @@ export interface RelayDelivery {
 }
 
 /** The plugin's table, created by `storage.migrate({ plugins })` after channelkit's own. */
-const schema: PluginSchema = {
-  migrations: {
-    "0001_relay_deliveries": {
-      async up(db) {
-        const kysely = db as Kysely<any>;
-        await kysely.schema
-          .createTable("relay_deliveries")
-          .addColumn("channel_id", "text", (c) => c.notNull())
-          .addColumn("update_id", "bigint", (c) => c.notNull())
-          .addColumn("thread_id", "text", (c) => c.notNull())
-          .addColumn("conversation_id", "text", (c) => c.notNull())
-          .addColumn("user_id", "text", (c) => c.notNull())
-          .addColumn("received_at", "text", (c) => c.notNull())
-          .addPrimaryKeyConstraint("relay_deliveries_pk", ["channel_id", "update_id"])
-          .execute();
-        await kysely.schema.createIndex("relay_deliveries_conversation").on("relay_deliveries").column("conversation_id").execute();
-      },
-      async down(db) {
-        await (db as Kysely<any>).schema.dropTable("relay_deliveries").execute();
-      },
+const schema = pluginSchema({
+  "0001_relay_deliveries": {
+    async up(db) {
+      await db.schema
+        .createTable("relay_deliveries")
+        .addColumn("channel_id", "text", (c) => c.notNull())
+        .addColumn("update_id", "bigint", (c) => c.notNull())
+        .addColumn("thread_id", "text", (c) => c.notNull())
+        .addColumn("conversation_id", "text", (c) => c.notNull())
+        .addColumn("user_id", "text", (c) => c.notNull())
+        .addColumn("received_at", "text", (c) => c.notNull())
+        .addPrimaryKeyConstraint("relay_deliveries_pk", ["channel_id", "update_id"])
+        .execute();
+      await db.schema.createIndex("relay_deliveries_conversation").on("relay_deliveries").column("conversation_id").execute();
+    },
+    async down(db) {
+      await db.schema.dropTable("relay_deliveries").execute();
     },
   },
-};
+});
 
 /** The plugin's table, on the service's own database connection. */
 function deliveries(ctx: ServiceContext): Kysely<{ relay_deliveries: RelayDelivery }> {
-  return pluginDatabase(ctx.storage) as Kysely<{ relay_deliveries: RelayDelivery }>;
+  return pluginDatabase<{ relay_deliveries: RelayDelivery }>(ctx.storage);
 }
 
 /** What the platform delivers: one user message of a thread. */

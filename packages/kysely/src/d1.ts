@@ -18,7 +18,7 @@ import type { Database } from "./schema.js";
 import { KyselyStorage } from "./storage.js";
 
 // A Worker imports this entry only (the main one loads Node's drivers): a plugin's own queries too.
-export { pluginDatabase } from "./plugin-database.js";
+export { type KyselyPluginMigration, pluginDatabase, pluginSchema } from "./plugin-database.js";
 
 /** The part of a Cloudflare D1 binding (`env.DB`) the storage uses. */
 export interface D1Binding {

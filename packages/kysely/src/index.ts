@@ -3,5 +3,5 @@ export { sqlite, type SqliteOptions } from "./sqlite.js";
 export { postgres, type PostgresOptions } from "./postgres.js";
 export { openStorage } from "./open.js";
 export { migrations, migrateToLatest } from "./migrations.js";
-export { pluginDatabase } from "./plugin-database.js";
+export { type KyselyPluginMigration, pluginDatabase, pluginSchema } from "./plugin-database.js";
 export type { Database } from "./schema.js";

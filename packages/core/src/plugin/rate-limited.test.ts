@@ -92,7 +92,7 @@ describe("a route's rateLimited", () => {
   });
 
   it("the OpenAPI document says which routes are counted: 429 and the RateLimit headers on the counted route only", async () => {
-    const document = openApiDocument({ plugins: [probe] }) as {
+    const document = openApiDocument({ plugins: [probe] }) as unknown as {
       paths: Record<string, { get: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
     };
     const counted = document.paths["/probe/counted"]?.get.responses;

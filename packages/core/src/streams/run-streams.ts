@@ -293,31 +293,40 @@ export class RunStreams {
 /**
  * The recordings whose events wait to be written: one timer for all, every
  * {@link FLUSH_MS} while any waits, rather than one per stream (a stream that lives a few
- * milliseconds would pay for setting one up and clearing it).
+ * milliseconds would pay for setting one up and clearing it). A tick writes the recordings
+ * that were already waiting at the tick before, so events wait one to two periods: a stream
+ * that ends within {@link FLUSH_MS} of its first event writes nothing of its own, whenever
+ * the ticks fall.
  */
 class Flushes {
-  readonly #waiting = new Set<Recording>();
+  /** Waiting since the last tick. */
+  #fresh = new Set<Recording>();
+  /** Waiting since before the last tick: the next tick writes them. */
+  #due = new Set<Recording>();
   #timer: ReturnType<typeof setInterval> | undefined;
 
   add(recording: Recording): void {
-    this.#waiting.add(recording);
+    if (this.#due.has(recording)) return;
+    this.#fresh.add(recording);
     if (this.#timer) return;
     this.#timer = setInterval(() => this.#tick(), FLUSH_MS);
     (this.#timer as { unref?: () => void }).unref?.();
   }
 
   delete(recording: Recording): void {
-    this.#waiting.delete(recording);
+    this.#fresh.delete(recording);
+    this.#due.delete(recording);
   }
 
   #tick(): void {
-    if (this.#waiting.size === 0) {
+    if (this.#fresh.size === 0 && this.#due.size === 0) {
       clearInterval(this.#timer);
       this.#timer = undefined;
       return;
     }
-    const due = [...this.#waiting];
-    this.#waiting.clear();
+    const due = this.#due;
+    this.#due = this.#fresh;
+    this.#fresh = new Set();
     for (const recording of due) void recording.flush(false);
   }
 }
