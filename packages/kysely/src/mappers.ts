@@ -162,6 +162,7 @@ export function runToRow(run: RunRecord, ticket: number | null, stream?: { alive
     stream_renewed: null,
     stream_cancel_requested_at: null,
     stream_tail: stream?.tail ?? null,
+    stream_followed: null,
   };
 }
 

@@ -11,6 +11,7 @@ import { runStreams } from "./migration-0009-run-streams.js";
 import { idempotencyKeys } from "./migration-0010-idempotency-keys.js";
 import { pluginStore } from "./migration-0011-plugin-store.js";
 import { channelSettings } from "./migration-0012-channel-settings.js";
+import { runStreamFollowed } from "./migration-0013-run-stream-followed.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -133,6 +134,7 @@ export const migrations: Record<string, Migration> = {
   "0010_idempotency_keys": idempotencyKeys,
   "0011_plugin_store": pluginStore,
   "0012_channel_settings": channelSettings,
+  "0013_run_stream_followed": runStreamFollowed,
 };
 
 /** The table where Kysely's Migrator records the migrations applied. */

@@ -255,7 +255,7 @@ export function requestPathQueries(db: Kysely<Database>) {
     ),
     // A run's outcome on its row: the values of RUN_OUTCOME_COLUMNS, then the run's id.
     finishRun: new PreparedQuery(RUN_OUTCOME_COLUMNS.length + 1, ($) =>
-      db.updateTable("runs").set(placeholderRow(RUN_OUTCOME_COLUMNS, $)).where("id", "=", $(RUN_OUTCOME_COLUMNS.length)),
+      db.updateTable("runs").set(runOutcomeRow($)).where("id", "=", $(RUN_OUTCOME_COLUMNS.length)),
     ),
   };
 }
@@ -290,6 +290,18 @@ function newConversationQuery(db: Kysely<Database>, count: number) {
 
 /** What a run's end writes on its row (`finishRun`, the end of `completeRun`): the values of these, then the run's id. */
 export const RUN_OUTCOME_COLUMNS = ["status", "result", "error", "execution_order", "completed_at", "duration_ms", "stream_tail"] as const;
+
+/**
+ * The outcome's placeholders, numbered from `offset`; a recorded stream's last events are
+ * kept only if a reader followed it (`stream_followed`, set by `RunStreamStore.follow`):
+ * its own client has them, and no one else reads them. The case is evaluated on the row as
+ * the update finds it, so a follow committed before the outcome is always honoured.
+ */
+function runOutcomeRow($: (index: number) => never, offset = 0) {
+  const row = placeholderRow(RUN_OUTCOME_COLUMNS, $, offset);
+  const tail = $(offset + RUN_OUTCOME_COLUMNS.length - 1);
+  return { ...row, stream_tail: sql<string | null>`case when ${sql.ref("runs.stream_followed")} = 1 then ${tail} end` };
+}
 
 /** The columns of a message whose turn index the statement computes: its values are the statement's placeholders. */
 export const MESSAGE_VALUE_COLUMNS = MESSAGE_COLUMNS.filter((column) => column !== "turn_index") as Exclude<(typeof MESSAGE_COLUMNS)[number], "turn_index">[];
@@ -446,7 +458,7 @@ function completeRunQuery(db: Kysely<Database>, count: number, setsFlowState: bo
           .updateTable("runs")
           // From `t`: the run's row is written only when the conversation's was.
           .from("t")
-          .set(placeholderRow(RUN_OUTCOME_COLUMNS, $, r))
+          .set(runOutcomeRow($, r))
           .where("runs.id", "=", $(r + RUN_OUTCOME_COLUMNS.length))
           .returning("runs.id"),
       )

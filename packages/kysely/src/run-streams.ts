@@ -43,6 +43,11 @@ export function kyselyRunStreams(db: Kysely<Database>, exec: Executor): RunStrea
       await exec.rows(recordedRuns().set({ stream_tail: frames, status: "error", error, completed_at: at }).where("id", "=", runId).compile());
     },
 
+    async follow(runId) {
+      const rows = await exec.rows(recordedRuns().set({ stream_followed: 1 }).where("id", "=", runId).returning("id").compile());
+      return rows.length > 0;
+    },
+
     async findLive(conversationId) {
       const [row] = await exec.rows(
         db

@@ -176,8 +176,10 @@ export interface RunsTable {
   stream_renewed: number | null;
   /** A recorded stream's: when a cancel was asked for, from any instance. */
   stream_cancel_requested_at: string | null;
-  /** A recorded stream's last events (SSE frames), written with its outcome. */
+  /** A recorded stream's last events (SSE frames), written with its outcome when it was followed. */
   stream_tail: string | null;
+  /** A recorded stream's: 1 once a reader followed it (a resume); its outcome then stores its last events. */
+  stream_followed: number | null;
 }
 
 export interface AuditEventsTable {
@@ -286,4 +288,5 @@ export const RUN_COLUMNS = everyColumn<RunsTable>()(
   "stream_renewed",
   "stream_cancel_requested_at",
   "stream_tail",
+  "stream_followed",
 );

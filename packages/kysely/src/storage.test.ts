@@ -203,6 +203,7 @@ describe("migrate", () => {
       "0010_idempotency_keys",
       "0011_plugin_store",
       "0012_channel_settings",
+      "0013_run_stream_followed",
     ]);
   });
 

@@ -1144,6 +1144,12 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         await ticketOf(storage, { ...run.begin(seconds), stream: { aliveUntil: at(aliveSeconds) } });
         return { c, run };
       };
+      /** A reader follows the stream (a resume): its completion then keeps its last events. */
+      const follow = (runId: string): Promise<boolean> => {
+        const store = streams();
+        if (!store.follow) throw new Error("this store's runStreams has no follow()");
+        return store.follow(runId);
+      };
 
       it("keeps a recorded run's chunks in order, reads after a seq, and ends the stream with the outcome's last events", async () => {
         const { c, run } = await recordedRun(1);
@@ -1164,6 +1170,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         // Chunk numbers are 32-bit: reading after the largest reads the stream alone.
         expect((await streams().read(run.id, 2 ** 31 - 1))?.chunks).toEqual([]);
         expect(await streams().findLive(c.id)).toMatchObject({ runId: run.id, ended: false });
+        expect(await follow(run.id)).toBe(true);
 
         await storage.completeRun({ ...run.complete({ ticket: 0, messages: ["done"], seconds: 2 }), streamEnd: frame(4) });
         expect(await streams().read(run.id, 2)).toMatchObject({ stream: { ended: true }, chunks: [], last: frame(4) });
@@ -1178,6 +1185,25 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await streams().findLive(plain.record.conversationId)).toBeNull();
       });
 
+      it("keeps a stream's last events only when a reader followed it: the client that asked has them, nobody else reads them", async () => {
+        const { run: unfollowed } = await recordedRun(1);
+        await storage.completeRun({ ...unfollowed.complete({ ticket: 0, messages: ["done"], seconds: 2 }), streamEnd: frame(1) });
+        expect(await streams().read(unfollowed.id, 0)).toMatchObject({ stream: { ended: true }, last: null });
+        // Once ended, or for a run not recorded, there is nothing to follow.
+        expect(await follow(unfollowed.id)).toBe(false);
+        const plain = (await conversation()).run("plain");
+        await ticketOf(storage, plain.begin(3));
+        expect(await follow(plain.id)).toBe(false);
+        expect(await follow(crypto.randomUUID())).toBe(false);
+
+        // Followed twice (two readers): kept once.
+        const { run: followed } = await recordedRun(4);
+        expect([await follow(followed.id), await follow(followed.id)]).toEqual([true, true]);
+        await storage.completeRun({ ...followed.complete({ ticket: 0, messages: ["done"], seconds: 5 }), streamEnd: frame(2) });
+        expect(await streams().read(followed.id, 0)).toMatchObject({ stream: { ended: true }, last: frame(2) });
+        expect(await storage.findRun(followed.id)).toMatchObject({ status: "success" });
+      });
+
       it("makes a recorded run queued behind another findable from its ticket; its claim keeps the stream's lease, and an end before its turn ends it", async () => {
         const { c, run: first } = await recordedRun(0, 40);
         const second = c.run("second");
@@ -1190,6 +1216,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await streams().findLive((await conversation()).id)).toBeNull();
 
         // The third gives up before its turn: its stream ends with what it stored.
+        expect(await follow(third.id)).toBe(true);
         await storage.completeRun({
           ...third.complete({ ticket: 2, messages: [], user: true, claimed: false, status: "cancelled", seconds: 2 }),
           streamEnd: frame(7),
@@ -1198,6 +1225,7 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.findRun(third.id)).toMatchObject({ status: "cancelled", completedAt: at(2) });
         expect(await streams().findLive(c.id)).toMatchObject({ runId: second.id });
 
+        expect(await follow(first.id)).toBe(true);
         await storage.completeRun({ ...first.complete({ ticket: 0, messages: ["done"], seconds: 3 }), streamEnd: frame(9) });
         expect(await streams().read(first.id, 0)).toMatchObject({ stream: { ended: true }, last: frame(9) });
         expect(await storage.claimTurn({ ...second.claim(1, 4), stream: { aliveUntil: at(50) } })).not.toBeNull();

@@ -4,7 +4,7 @@ import type { RunStreamChunk, RunStreamRecord, RunStreamStore } from "./types.js
 export interface MemoryRunStreams extends RunStreamStore {
   /** Opens a stream (what `beginRun` does with its ticket). */
   openNow(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): void;
-  /** Ends a stream with its last events at `at` (what `completeRun` does with its outcome). */
+  /** Ends a stream at `at`, with its last events if it was followed (what `completeRun` does with its outcome). */
   endNow(runId: string, tail: string | null, at: string): void;
 }
 
@@ -18,6 +18,8 @@ interface Stream {
   chunks: RunStreamChunk[];
   tail: string | null;
   endedAt: string | null;
+  /** A reader followed it: its last events are kept. */
+  followed: boolean;
 }
 
 /**
@@ -38,19 +40,26 @@ export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => st
     }
     return stream.record;
   }
-  function endNow(runId: string, tail: string | null, at: string): void {
+  function endNow(runId: string, tail: string | null, at: string, keepTail = false): void {
     checkOpen();
     const stream = streams.get(runId);
     if (!stream || stream.record.ended) return;
     stream.record = { ...stream.record, ended: true };
-    stream.tail = tail;
+    stream.tail = keepTail || stream.followed ? tail : null;
     stream.endedAt = at;
   }
   return {
     openNow(stream) {
       checkOpen();
       if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);
-      streams.set(stream.runId, { record: { ...stream, ended: false, cancelRequestedAt: null }, renewed: false, chunks: [], tail: null, endedAt: null });
+      streams.set(stream.runId, {
+        record: { ...stream, ended: false, cancelRequestedAt: null },
+        renewed: false,
+        chunks: [],
+        tail: null,
+        endedAt: null,
+        followed: false,
+      });
     },
     endNow,
     async append(runId, seq, frames) {
@@ -62,8 +71,15 @@ export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => st
     async end(runId, frames, at, error) {
       const stream = streams.get(runId);
       const live = stream !== undefined && !current(stream).ended;
-      endNow(runId, frames, at);
+      endNow(runId, frames, at, true);
       if (live) endRun(runId, "error", at, error);
+    },
+    async follow(runId) {
+      checkOpen();
+      const stream = streams.get(runId);
+      if (stream === undefined || current(stream).ended) return false;
+      stream.followed = true;
+      return true;
     },
     async findLive(conversationId) {
       checkOpen();

@@ -381,9 +381,17 @@ export interface RunStreamStore {
   /** The conversation's most recent recorded run still in flight (the highest ticket), or null. */
   findLive(conversationId: string): Promise<RunStreamRecord | null>;
   /**
+   * Marks the stream as followed before a reader follows it: only then does its run's
+   * completion store its last events (`completeRun`'s `streamEnd`), which only a follower
+   * reads. False when the run is no longer in flight: the reader is then answered that
+   * nothing streams. A store without it keeps every recorded stream's last events.
+   */
+  follow?(runId: string): Promise<boolean>;
+  /**
    * The stream, its chunks after `afterSeq` in order and, once it ended, its last events
    * (`last`: null while it runs, or when it ended without them, its instance having
-   * stopped); null when the run is not recorded. A stream read as ended has all its chunks.
+   * stopped, or when nobody followed it); null when the run is not recorded. A stream read
+   * as ended has all its chunks.
    */
   read(runId: string, afterSeq: number): Promise<{ stream: RunStreamRecord; chunks: RunStreamChunk[]; last: string | null } | null>;
   /**

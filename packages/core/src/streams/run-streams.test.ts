@@ -93,9 +93,14 @@ describe("resumable streams", () => {
     try {
       const key = await channel("words");
       const response = await call(a, key, "/public/v1/api/execute", { payload: "go", stream: true });
-      const sent = await response.text();
-      expect(sent).toContain('"delta":"three"');
+      // Followed from its first event, as a resume does: its completion keeps its last events.
+      const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+      let sent = "";
+      while (!sent.includes("\n\n")) sent += (await reader.read()).value ?? "";
       const runId = (JSON.parse(sent.slice(6, sent.indexOf("\n\n"))) as { data: { run_id: string } }).data.run_id;
+      expect(await store.follow?.(runId)).toBe(true);
+      for (let read = await reader.read(); !read.done; read = await reader.read()) sent += read.value;
+      expect(sent).toContain('"delta":"three"');
       let recorded = await store.read(runId, 0);
       for (let waited = 0; !recorded?.stream.ended && waited < 3000; waited += 20) {
         await sleep(20);

@@ -148,6 +148,8 @@ export class RunStreams {
       live = await store.findLive(conversationId);
     }
     if (!live || this.#closed) return noContent();
+    // Followed before its first byte: its completion then keeps its last events for this reader.
+    if (store.follow && !(await store.follow(live.runId))) return noContent();
     return { status: 200, headers: { ...UI_STREAM_HEADERS }, body: this.#follow(store, live) };
   }
 
