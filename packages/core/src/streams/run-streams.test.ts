@@ -94,12 +94,13 @@ describe("resumable streams", () => {
       const key = await channel("words");
       const response = await call(a, key, "/public/v1/api/execute", { payload: "go", stream: true });
       // Followed from its first event, as a resume does: its completion keeps its last events.
-      const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const decoder = new TextDecoder();
       let sent = "";
-      while (!sent.includes("\n\n")) sent += (await reader.read()).value ?? "";
+      while (!sent.includes("\n\n")) sent += decoder.decode((await reader.read()).value, { stream: true });
       const runId = (JSON.parse(sent.slice(6, sent.indexOf("\n\n"))) as { data: { run_id: string } }).data.run_id;
       expect(await store.follow?.(runId)).toBe(true);
-      for (let read = await reader.read(); !read.done; read = await reader.read()) sent += read.value;
+      for (let read = await reader.read(); !read.done; read = await reader.read()) sent += decoder.decode(read.value, { stream: true });
       expect(sent).toContain('"delta":"three"');
       let recorded = await store.read(runId, 0);
       for (let waited = 0; !recorded?.stream.ended && waited < 3000; waited += 20) {
