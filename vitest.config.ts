@@ -21,6 +21,7 @@ export default defineConfig({
       "@channelkit/hono": src("hono"),
       "@channelkit/ai": src("ai"),
       "@channelkit/client": src("client"),
+      "@channelkit/chat": src("chat"),
       "@channelkit/widget/plugin": src("widget", "plugin"),
       "@channelkit/widget": src("widget"),
       "@channelkit/testkit/storage": src("testkit", "storage"),

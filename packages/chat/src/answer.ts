@@ -1,0 +1,97 @@
+import { channelFlow, type RunOutcome, type ServiceContext, type StartedRun } from "@channelkit/core";
+import type { Message, Thread } from "chat";
+
+/** What the user reads when a run failed: the detail is in the log, never on the platform. */
+export const FAILED_REPLY = "Sorry, something went wrong. Please try again.";
+
+/**
+ * Answers one platform message: a run of the channel's flow in the conversation of the
+ * message's thread (created by the thread's first message), its text posted to the thread as
+ * it is produced (the adapter's native streaming, or a post then edits). Runs of one thread
+ * take turns across instances, so a burst is answered message after message, in order.
+ *
+ * Resolves once the run has taken its turn in the conversation: the route answers the
+ * platform then, so that the order of the platform's deliveries is the order of the runs.
+ * The reply goes on after it, and `service.close()` waits for it.
+ */
+export async function answer(ctx: ServiceContext, channelId: string, platform: string, thread: Thread, message: Message): Promise<void> {
+  // Read again: the channel's flow or state may have changed since its bot was made.
+  const channel = await ctx.storage.findChannel(channelId);
+  if (!channel || channel.state !== "active") return;
+  const run = await ctx.runs.start({
+    channel,
+    flow: channelFlow(ctx, channel),
+    conversation: { externalKey: thread.id },
+    payload: message.text,
+    metadata: {
+      platform,
+      platform_thread_id: thread.id,
+      platform_message_id: message.id,
+      platform_user_id: message.author.userId,
+      platform_user_name: message.author.userName,
+    },
+    request: null,
+    live: true,
+  });
+  const release = ctx.runs.hold();
+  void post(ctx, channelId, thread, run)
+    .catch((error: unknown) => ctx.logger.error(`channelkit chat: the reply of run ${run.runId} (channel ${channelId}) could not be posted`, error))
+    .finally(release);
+}
+
+async function post(ctx: ServiceContext, channelId: string, thread: Thread, run: StartedRun): Promise<void> {
+  const reply = new ReplyText(run);
+  // Nothing is posted for a run that wrote nothing (a flow that only handed over).
+  if (await reply.hasText()) await thread.post(reply.text());
+  const outcome = await reply.outcome();
+  if (outcome.status === "error") {
+    ctx.logger.error(`channelkit chat: run ${run.runId} of channel ${channelId} failed: ${outcome.error ?? "unknown error"}`);
+    if (!reply.wrote) await thread.post(FAILED_REPLY);
+  }
+}
+
+/** A run's text as the platform shows it: its text parts in order, a blank line between messages. */
+class ReplyText {
+  readonly #run: StartedRun;
+  #pending: string[] = [];
+  #outcome: RunOutcome | undefined;
+  #parts = 0;
+  wrote = false;
+
+  constructor(run: StartedRun) {
+    this.#run = run;
+  }
+
+  /** Pulls the run until its first text, or its end. */
+  async hasText(): Promise<boolean> {
+    while (this.#pending.length === 0 && this.#outcome === undefined) await this.#pull();
+    return this.#pending.length > 0;
+  }
+
+  async *text(): AsyncIterable<string> {
+    for (;;) {
+      while (this.#pending.length > 0) yield this.#pending.shift() as string;
+      if (this.#outcome !== undefined) return;
+      await this.#pull();
+    }
+  }
+
+  async outcome(): Promise<RunOutcome> {
+    while (this.#outcome === undefined) await this.#pull();
+    return this.#outcome;
+  }
+
+  async #pull(): Promise<void> {
+    const next = await this.#run.steps.next();
+    if (next.done) {
+      this.#outcome = next.value;
+      return;
+    }
+    const part = next.value;
+    if (part.type === "text-start" && this.#parts++ > 0) this.#pending.push("\n\n");
+    if (part.type === "text-delta" && part.delta !== "") {
+      this.#pending.push(part.delta);
+      this.wrote = true;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import { type ChannelPlugin, definePlugin, defineRoute, json, ServiceError } from "@channelkit/core";
+import { Bots, PLUGIN_ID } from "./bots.js";
+import { type ChatPlatform, PLATFORMS } from "./platforms.js";
+
+/** Where a chat channel's platform delivers its events. */
+export const CHAT_WEBHOOK_PATH = "/channels/chat/:channel_id";
+
+/** Options of {@link chatChannels}. */
+export interface ChatChannelsOptions {
+  /** The platforms served (their channel types registered): all of `PLATFORMS` by default. */
+  platforms?: readonly ChatPlatform[];
+}
+
+/**
+ * Chat platforms as channels, through the Chat SDK's adapters: a channel of a platform's
+ * type (`telegram`, ...) holds that platform's credentials in its settings, sealed at rest,
+ * and its platform delivers to `POST /channels/chat/{channel_id}`. Each platform thread is a
+ * conversation; its messages are answered one after another, in order, across instances,
+ * and a platform's retried delivery is answered once.
+ *
+ * @example
+ * createChannelService({ storage, flows, plugins: [chatChannels()] });
+ */
+export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
+  const platforms = options.platforms ?? PLATFORMS;
+  const bots = new Bots(platforms);
+  return definePlugin({
+    id: PLUGIN_ID,
+    channelTypes: platforms.map((platform) => platform.channelType),
+    routes: [
+      defineRoute({
+        method: "POST",
+        path: CHAT_WEBHOOK_PATH,
+        auth: "none",
+        doc: {
+          operationId: "chatWebhook",
+          summary: "A chat platform's delivery",
+          description:
+            "The platform of a chat channel (Telegram, ...) delivers its events here, signed as the platform does it (Telegram: `X-Telegram-Bot-Api-Secret-Token`); the Chat SDK's adapter checks the signature and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying.",
+          tag: { name: "Chat platforms", description: "Deliveries of the chat platforms' channels (`@channelkit/chat`)." },
+          parameters: [{ name: "channel_id", in: "path", required: true, description: "The chat channel's id." }],
+          responses: { 200: { description: "The delivery was taken (its messages are answered in the thread)." } },
+          errors: ["channel_not_found", "channel_settings_unavailable", "payload_too_large", "rate_limited"],
+        },
+        async handle(call, ctx) {
+          const { request } = call;
+          const channel = await ctx.storage.findChannel(call.params.channel_id);
+          const platform = channel ? bots.platformOf(channel) : undefined;
+          if (!channel || !platform)
+            throw await ctx.limits.failedAuthentication(request, new ServiceError("channel_not_found", "No chat channel has this id."));
+          // A 200 the platform does not retry; nothing runs.
+          if (channel.state !== "active") return json({ ignored: channel.state });
+          await ctx.limits.forChannel(request, channel);
+          const chat = await bots.of(ctx, channel, platform);
+          const headers = new Headers();
+          request.headers.forEach((value, name) => {
+            headers.set(name, value);
+          });
+          const delivery = new Request(request.url, { method: "POST", headers, body: (await call.rawBody()) as BodyInit });
+          const webhook = chat.webhooks[platform.name as keyof typeof chat.webhooks] as (request: Request, options: object) => Promise<Response>;
+          // The delivery's handlers resolve once their runs took their turns (see answer()):
+          // the platform hears back then, so its next delivery's run comes after.
+          const tasks: Promise<unknown>[] = [];
+          const answered = await webhook(delivery, { waitUntil: (task: Promise<unknown>) => void tasks.push(task) });
+          for (const task of tasks)
+            await task.catch((error: unknown) => ctx.logger.error(`channelkit chat: a delivery to channel ${channel.id} failed`, error));
+          return answered;
+        },
+      }),
+    ],
+    close: () => bots.close(),
+  });
+}
