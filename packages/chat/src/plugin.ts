@@ -1,5 +1,6 @@
 import { type ChannelPlugin, definePlugin, defineRoute, json, ServiceError } from "@channelkit/core";
 import { Bots, PLUGIN_ID } from "./bots.js";
+import { postHumanMessage, rememberThread } from "./handover.js";
 import { type ChatPlatform, PLATFORMS } from "./platforms.js";
 
 /** Where a chat channel's platform delivers its events. */
@@ -68,6 +69,10 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
         },
       }),
     ],
+    hooks: {
+      runEnded: (event, ctx) => rememberThread(bots, event, ctx),
+      agentMessage: (event, ctx) => postHumanMessage(bots, event, ctx),
+    },
     close: () => bots.close(),
   });
 }

@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelService, createChannelService, externalConversationId } from "@channelkit/core";
+import { type ChannelService, createChannelService, externalConversationId, liveChatInbox } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
@@ -55,6 +55,9 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
     const bot = new TelegramStandIn();
     let database: Database;
     const services: ChannelService[] = [];
+    let tenantId: string;
+    /** A channel whose flow hands every conversation over to a human. */
+    let handoverChannelId: string;
     const servers: RunningServer[] = [];
     const storages: KyselyStorage[] = [];
     let channelId: string;
@@ -72,6 +75,7 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
           flows: demoFlows,
           secretKey: SECRET_KEY,
           plugins: [chatChannels()],
+          livechat: liveChatInbox({ development: true }),
           logger: { warn() {}, error() {} },
         });
         services.push(service);
@@ -85,6 +89,14 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
         settings: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN, api_url: bot.url },
       });
       channelId = created.channel.id;
+      tenantId = tenant.id;
+      const handing = await (services[0] as ChannelService).admin.createChannel({
+        tenantId: tenant.id,
+        flow: "handover",
+        type: "telegram",
+        settings: { bot_token: "654321:handover-bot", secret_token: SECRET_TOKEN, api_url: bot.url },
+      });
+      handoverChannelId = handing.channel.id;
     }, 60_000);
 
     afterAll(async () => {
@@ -94,15 +106,15 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
       await database?.dispose();
     });
 
-    const deliver = (body: unknown, { to = 0, secret = SECRET_TOKEN }: { to?: number; secret?: string | null } = {}) =>
-      fetch(`${(servers[to] as RunningServer).url}/channels/chat/${channelId}`, {
+    const deliver = (body: unknown, { to = 0, secret = SECRET_TOKEN, channel = channelId }: { to?: number; secret?: string | null; channel?: string } = {}) =>
+      fetch(`${(servers[to] as RunningServer).url}/channels/chat/${channel}`, {
         method: "POST",
         headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }) },
         body: JSON.stringify(body),
       });
 
-    const history = async (chatId: number) => {
-      const conversationId = await externalConversationId({ id: channelId }, `telegram:${chatId}`);
+    const history = async (chatId: number, channel = channelId) => {
+      const conversationId = await externalConversationId({ id: channel }, `telegram:${chatId}`);
       const messages = await (storages[0] as KyselyStorage).listRecentMessages(conversationId, 100);
       return messages.map((message) => `${message.role}: ${message.content}`);
     };
@@ -155,6 +167,31 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
       const stored = await history(506);
       expect(stored).toHaveLength(12);
       for (let i = 0; i < stored.length; i += 2) expect(stored[i + 1]).toBe(`assistant: Echo: ${(stored[i] as string).slice("user: ".length)}`);
+    });
+
+    it("hands over to a human: the agent's replies are posted in the Telegram chat, the user's messages reach the agent, not the flow", async () => {
+      const chatId = 507;
+      expect((await deliver(update(400, chatId, "I need a person"), { channel: handoverChannelId })).status).toBe(200);
+      await bot.waitFor(() => bot.textOf(chatId).includes("Connecting you to an agent"), "the handover's message");
+      const conversationId = await externalConversationId({ id: handoverChannelId }, `telegram:${chatId}`);
+      // The agent answers from the inbox of the other instance.
+      const inbox = (path: string, body?: unknown) =>
+        fetch(`${(servers[1] as RunningServer).url}/api/v1/livechat/conversations/${conversationId}${path}`, {
+          method: "POST",
+          headers: { "x-tenant-id": tenantId, "content-type": "application/json" },
+          body: JSON.stringify(body ?? {}),
+        });
+      expect((await inbox("/accept")).status).toBe(200);
+      expect((await inbox("/messages", { content: "Hi, I am Ana. How can I help?" })).status).toBe(200);
+      await bot.waitFor(() => bot.textOf(chatId).includes("Agent: Hi, I am Ana. How can I help?"), "the agent's message in the chat");
+      expect(
+        bot.calls.filter((call) => call.method === "sendMessage" && Number(call.body.chat_id) === chatId).every((call) => call.token === "654321:handover-bot"),
+      ).toBe(true);
+      // The user's answer goes to the agent, not to the flow.
+      expect((await deliver(update(401, chatId, "My order is late"), { channel: handoverChannelId, to: 1 })).status).toBe(200);
+      await expect.poll(() => history(chatId, handoverChannelId)).toContain("user: My order is late");
+      expect(bot.textOf(chatId)).toEqual(["Connecting you to an agent", "Agent: Hi, I am Ana. How can I help?"]);
+      expect((await inbox("/close")).status).toBe(200);
     });
 
     it("an inactive channel answers 200 and runs nothing, so that Telegram stops retrying", async () => {
