@@ -1,4 +1,4 @@
-import { type ChannelPlugin, definePlugin, defineRoute, json, ServiceError } from "@channelkit/core";
+import { type ChannelPlugin, definePlugin, defineRoute, type IncomingRequest, ServiceError, type ServiceContext } from "@channelkit/core";
 import { Bots, PLUGIN_ID } from "./bots.js";
 import { postHumanMessage, rememberThread } from "./handover.js";
 import { type ChatPlatform, PLATFORMS } from "./platforms.js";
@@ -25,6 +25,8 @@ export interface ChatChannelsOptions {
 export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
   const platforms = options.platforms ?? PLATFORMS;
   const bots = new Bots(platforms);
+  const tag = { name: "Chat platforms", description: "Deliveries of the chat platforms' channels (`@channelkit/chat`)." };
+  const parameters = [{ name: "channel_id", in: "path" as const, required: true, description: "The chat channel's id." }];
   return definePlugin({
     id: PLUGIN_ID,
     channelTypes: platforms.map((platform) => platform.channelType),
@@ -37,35 +39,32 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
           operationId: "chatWebhook",
           summary: "A chat platform's delivery",
           description:
-            "The platform of a chat channel (Telegram, ...) delivers its events here, signed as the platform does it (Telegram: `X-Telegram-Bot-Api-Secret-Token`); the Chat SDK's adapter checks the signature and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying.",
-          tag: { name: "Chat platforms", description: "Deliveries of the chat platforms' channels (`@channelkit/chat`)." },
-          parameters: [{ name: "channel_id", in: "path", required: true, description: "The chat channel's id." }],
+            "The platform of a chat channel delivers its events here, signed as the platform does it (Telegram: `X-Telegram-Bot-Api-Secret-Token`; WhatsApp: `X-Hub-Signature-256`); the Chat SDK's adapter checks the signature (401 when it is wrong) and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying.",
+          tag,
+          parameters,
           responses: { 200: { description: "The delivery was taken (its messages are answered in the thread)." } },
           errors: ["channel_not_found", "channel_settings_unavailable", "payload_too_large", "rate_limited"],
         },
         async handle(call, ctx) {
-          const { request } = call;
-          const channel = await ctx.storage.findChannel(call.params.channel_id);
-          const platform = channel ? bots.platformOf(channel) : undefined;
-          if (!channel || !platform)
-            throw await ctx.limits.failedAuthentication(request, new ServiceError("channel_not_found", "No chat channel has this id."));
-          // A 200 the platform does not retry; nothing runs.
-          if (channel.state !== "active") return json({ ignored: channel.state });
-          await ctx.limits.forChannel(request, channel);
-          const chat = await bots.of(ctx, channel, platform);
-          const headers = new Headers();
-          request.headers.forEach((value, name) => {
-            headers.set(name, value);
-          });
-          const delivery = new Request(request.url, { method: "POST", headers, body: (await call.rawBody()) as BodyInit });
-          const webhook = chat.webhooks[platform.name as keyof typeof chat.webhooks] as (request: Request, options: object) => Promise<Response>;
-          // The delivery's handlers resolve once their runs took their turns (see answer()):
-          // the platform hears back then, so its next delivery's run comes after.
-          const tasks: Promise<unknown>[] = [];
-          const answered = await webhook(delivery, { waitUntil: (task: Promise<unknown>) => void tasks.push(task) });
-          for (const task of tasks)
-            await task.catch((error: unknown) => ctx.logger.error(`channelkit chat: a delivery to channel ${channel.id} failed`, error));
-          return answered;
+          return deliver(ctx, bots, call.request, call.params.channel_id, await call.rawBody());
+        },
+      }),
+      defineRoute({
+        method: "GET",
+        path: CHAT_WEBHOOK_PATH,
+        auth: "none",
+        doc: {
+          operationId: "chatWebhookVerification",
+          summary: "A chat platform's check of the webhook",
+          description:
+            "A platform that verifies its webhook with a GET (WhatsApp: `hub.mode=subscribe`, `hub.verify_token`, `hub.challenge`) is answered by the channel's adapter: the challenge when the token is the channel's, 403 otherwise.",
+          tag,
+          parameters,
+          responses: { 200: { description: "The platform's challenge, echoed." } },
+          errors: ["channel_not_found", "channel_settings_unavailable", "rate_limited"],
+        },
+        handle(call, ctx) {
+          return deliver(ctx, bots, call.request, call.params.channel_id, null);
         },
       }),
     ],
@@ -75,4 +74,30 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
     },
     close: () => bots.close(),
   });
+}
+
+/**
+ * Hands a platform's request to its channel's adapter, as a Web `Request` with the bytes
+ * received (the signature is over them). The delivery's handlers resolve once their runs took
+ * their turns (see answer()): the platform hears back then, so its next delivery's run
+ * comes after.
+ */
+async function deliver(ctx: ServiceContext, bots: Bots, request: IncomingRequest, channelId: string, body: Uint8Array | null): Promise<Response> {
+  const channel = await ctx.storage.findChannel(channelId);
+  const platform = channel ? bots.platformOf(channel) : undefined;
+  if (!channel || !platform) throw await ctx.limits.failedAuthentication(request, new ServiceError("channel_not_found", "No chat channel has this id."));
+  // A 200 the platform does not retry; nothing runs.
+  if (channel.state !== "active") return Response.json({ ignored: channel.state });
+  await ctx.limits.forChannel(request, channel);
+  const chat = await bots.of(ctx, channel, platform);
+  const headers = new Headers();
+  request.headers.forEach((value, name) => {
+    headers.set(name, value);
+  });
+  const delivery = new Request(request.url, { method: request.method, headers, ...(body === null ? {} : { body: body as BodyInit }) });
+  const webhook = chat.webhooks[platform.name as keyof typeof chat.webhooks] as (request: Request, options: object) => Promise<Response>;
+  const tasks: Promise<unknown>[] = [];
+  const answered = await webhook(delivery, { waitUntil: (task: Promise<unknown>) => void tasks.push(task) });
+  for (const task of tasks) await task.catch((error: unknown) => ctx.logger.error(`channelkit chat: a delivery to channel ${channel.id} failed`, error));
+  return answered;
 }

@@ -4,37 +4,15 @@
  * delivered to `serve()` with the secret token Telegram sends. Two services on one database
  * share the deliveries, as two instances behind a load balancer do.
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type ChannelService, createChannelService, externalConversationId, liveChatInbox } from "@channelkit/core";
-import { demoFlows } from "@channelkit/core/demo";
-import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
-import { type RunningServer, serve } from "@channelkit/node";
-import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
+import { externalConversationId } from "@channelkit/core";
+import { describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chatChannels } from "./index.js";
 import { TelegramStandIn } from "./telegram-standin.js";
+import { postgresDatabase, sqliteDatabase, type TestDatabase, TwoInstances } from "./test-services.js";
 
 const SECRET_KEY = "3c".repeat(32);
 const BOT_TOKEN = "123456:test-bot-token";
 const SECRET_TOKEN = "telegram-secret_0123456789";
-
-interface Database {
-  open(): KyselyStorage;
-  dispose(): Promise<void>;
-}
-
-async function sqliteDatabase(): Promise<Database> {
-  const dir = await mkdtemp(join(tmpdir(), "channelkit-telegram-"));
-  const location = join(dir, "chat.db");
-  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
-}
-
-async function postgresDatabase(serverUrl: string): Promise<Database> {
-  const database = await createTestDatabase(serverUrl);
-  return { open: () => postgres(database.url), dispose: () => database.drop() };
-}
 
 /** A private-chat text message from user `chatId`, as Telegram delivers it. */
 function update(updateId: number, chatId: number, text: string) {
@@ -50,74 +28,43 @@ function update(updateId: number, chatId: number, text: string) {
   };
 }
 
-function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
+function telegramSuite(name: string, makeDatabase: () => Promise<TestDatabase>) {
   describe(name, () => {
     const bot = new TelegramStandIn();
-    let database: Database;
-    const services: ChannelService[] = [];
-    let tenantId: string;
+    const instances = new TwoInstances();
+    let channelId: string;
     /** A channel whose flow hands every conversation over to a human. */
     let handoverChannelId: string;
-    const servers: RunningServer[] = [];
-    const storages: KyselyStorage[] = [];
-    let channelId: string;
 
     beforeAll(async () => {
       await bot.start();
-      database = await makeDatabase();
-      const plugins = [chatChannels()];
-      const first = database.open();
-      await first.migrate({ plugins });
-      for (const storage of [first, database.open()]) {
-        storages.push(storage);
-        const service = await createChannelService({
-          storage,
-          flows: demoFlows,
-          secretKey: SECRET_KEY,
-          plugins: [chatChannels()],
-          livechat: liveChatInbox({ development: true }),
-          logger: { warn() {}, error() {} },
-        });
-        services.push(service);
-        servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
-      }
-      const { tenant } = await (services[0] as ChannelService).admin.createTenant({ name: "Telegram" });
-      const created = await (services[0] as ChannelService).admin.createChannel({
-        tenantId: tenant.id,
-        flow: "echo",
-        type: "telegram",
-        settings: { bot_token: BOT_TOKEN, secret_token: SECRET_TOKEN, api_url: bot.url },
-      });
-      channelId = created.channel.id;
-      tenantId = tenant.id;
-      const handing = await (services[0] as ChannelService).admin.createChannel({
-        tenantId: tenant.id,
-        flow: "handover",
-        type: "telegram",
-        settings: { bot_token: "654321:handover-bot", secret_token: SECRET_TOKEN, api_url: bot.url },
-      });
-      handoverChannelId = handing.channel.id;
+      await instances.start(await makeDatabase(), SECRET_KEY);
+      const telegramChannel = async (flow: string, botToken: string) =>
+        (
+          await instances.admin.createChannel({
+            tenantId: instances.tenantId,
+            flow,
+            type: "telegram",
+            settings: { bot_token: botToken, secret_token: SECRET_TOKEN, api_url: bot.url },
+          })
+        ).channel.id;
+      channelId = await telegramChannel("echo", BOT_TOKEN);
+      handoverChannelId = await telegramChannel("handover", "654321:handover-bot");
     }, 60_000);
 
     afterAll(async () => {
-      for (const server of servers) await server.close();
-      for (const service of services) await service.close();
+      await instances.stop();
       await bot.close();
-      await database?.dispose();
     });
 
     const deliver = (body: unknown, { to = 0, secret = SECRET_TOKEN, channel = channelId }: { to?: number; secret?: string | null; channel?: string } = {}) =>
-      fetch(`${(servers[to] as RunningServer).url}/channels/chat/${channel}`, {
+      fetch(instances.webhookUrl(channel, to), {
         method: "POST",
         headers: { "content-type": "application/json", ...(secret === null ? {} : { "x-telegram-bot-api-secret-token": secret }) },
         body: JSON.stringify(body),
       });
 
-    const history = async (chatId: number, channel = channelId) => {
-      const conversationId = await externalConversationId({ id: channel }, `telegram:${chatId}`);
-      const messages = await (storages[0] as KyselyStorage).listRecentMessages(conversationId, 100);
-      return messages.map((message) => `${message.role}: ${message.content}`);
-    };
+    const history = (chatId: number, channel = channelId) => instances.history(channel, `telegram:${chatId}`);
 
     it("answers a private message in its chat, through the Bot API at the channel's api_url, with the bot's own token; the chat is one conversation", async () => {
       const answered = await deliver(update(1, 501, "hello"));
@@ -176,9 +123,9 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
       const conversationId = await externalConversationId({ id: handoverChannelId }, `telegram:${chatId}`);
       // The agent answers from the inbox of the other instance.
       const inbox = (path: string, body?: unknown) =>
-        fetch(`${(servers[1] as RunningServer).url}/api/v1/livechat/conversations/${conversationId}${path}`, {
+        fetch(`${(instances.servers[1] as { url: string }).url}/api/v1/livechat/conversations/${conversationId}${path}`, {
           method: "POST",
-          headers: { "x-tenant-id": tenantId, "content-type": "application/json" },
+          headers: { "x-tenant-id": instances.tenantId, "content-type": "application/json" },
           body: JSON.stringify(body ?? {}),
         });
       expect((await inbox("/accept")).status).toBe(200);
@@ -195,14 +142,14 @@ function telegramSuite(name: string, makeDatabase: () => Promise<Database>) {
     });
 
     it("an inactive channel answers 200 and runs nothing, so that Telegram stops retrying", async () => {
-      await (services[0] as ChannelService).admin.updateChannel(channelId, { state: "inactive" });
+      await instances.admin.updateChannel(channelId, { state: "inactive" });
       try {
         const answered = await deliver(update(200, 505, "anyone?"));
         expect(answered.status).toBe(200);
         expect(await answered.json()).toEqual({ ignored: "inactive" });
         expect(await history(505)).toEqual([]);
       } finally {
-        await (services[0] as ChannelService).admin.updateChannel(channelId, { state: "active" });
+        await instances.admin.updateChannel(channelId, { state: "active" });
       }
     });
   });

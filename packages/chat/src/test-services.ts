@@ -1,0 +1,81 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ChannelService, createChannelService, externalConversationId, liveChatInbox } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
+import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
+import { type RunningServer, serve } from "@channelkit/node";
+import { createTestDatabase } from "@channelkit/testkit";
+import { chatChannels } from "./index.js";
+
+/** A database the tests open twice, and how to remove it. */
+export interface TestDatabase {
+  open(): KyselyStorage;
+  dispose(): Promise<void>;
+}
+
+export async function sqliteDatabase(): Promise<TestDatabase> {
+  const dir = await mkdtemp(join(tmpdir(), "channelkit-chat-"));
+  const location = join(dir, "chat.db");
+  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export async function postgresDatabase(serverUrl: string): Promise<TestDatabase> {
+  const database = await createTestDatabase(serverUrl);
+  return { open: () => postgres(database.url), dispose: () => database.drop() };
+}
+
+/**
+ * Two services on one database, each on its own connection and its own HTTP server on
+ * 127.0.0.1, as two instances behind a load balancer: the chat plugin, the demo flows and the
+ * development inbox.
+ */
+export class TwoInstances {
+  readonly services: ChannelService[] = [];
+  readonly servers: RunningServer[] = [];
+  readonly storages: KyselyStorage[] = [];
+  #database: TestDatabase | undefined;
+  tenantId = "";
+
+  async start(database: TestDatabase, secretKey: string): Promise<void> {
+    this.#database = database;
+    const first = database.open();
+    await first.migrate({ plugins: [chatChannels()] });
+    for (const storage of [first, database.open()]) {
+      this.storages.push(storage);
+      const service = await createChannelService({
+        storage,
+        flows: demoFlows,
+        secretKey,
+        plugins: [chatChannels()],
+        livechat: liveChatInbox({ development: true }),
+        logger: { warn() {}, error() {} },
+      });
+      this.services.push(service);
+      this.servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
+    }
+    this.tenantId = (await this.admin.createTenant({ name: "Chat platforms" })).tenant.id;
+  }
+
+  get admin(): ChannelService["admin"] {
+    return (this.services[0] as ChannelService).admin;
+  }
+
+  /** The URL of a channel's webhook on instance `to`. */
+  webhookUrl(channelId: string, to = 0): string {
+    return `${(this.servers[to] as RunningServer).url}/channels/chat/${channelId}`;
+  }
+
+  /** The stored messages of a platform thread's conversation, `role: content`. */
+  async history(channelId: string, threadId: string): Promise<string[]> {
+    const conversationId = await externalConversationId({ id: channelId }, threadId);
+    const messages = await (this.storages[0] as KyselyStorage).listRecentMessages(conversationId, 100);
+    return messages.map((message) => `${message.role}: ${message.content}`);
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers) await server.close();
+    for (const service of this.services) await service.close();
+    await this.#database?.dispose();
+  }
+}
