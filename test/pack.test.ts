@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  */
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "client", "cli", "testkit"];
+const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "client", "chat", "cli", "testkit"];
 /**
  * Installed into the app: all but the contract suite, a development tool whose own
  * dependencies (pg, vitest) would hide that the app works without pg.
@@ -104,6 +104,7 @@ import { mountChannelkit } from "@channelkit/express";
 import { channelkit as fastifyPlugin } from "@channelkit/fastify";
 import { channelkit as honoApp } from "@channelkit/hono";
 import { postgres } from "@channelkit/kysely";
+import { chatChannels } from "@channelkit/chat";
 let missing = "";
 try {
   postgres("postgres://127.0.0.1:1/none");
@@ -114,6 +115,7 @@ console.log(JSON.stringify({
   demo: demoFlows.map((flow) => flow.name),
   adapter: typeof toResponse,
   frameworks: [typeof mountChannelkit, typeof fastifyPlugin, typeof honoApp],
+  chatTypes: chatChannels().channelTypes.map((type) => type.name),
   missing,
 }));
 `;
@@ -213,6 +215,7 @@ describe("the packed packages, installed in a new app", () => {
       demo: ["echo", "fail", "ask", "handover", "slow"],
       adapter: "function",
       frameworks: ["function", "function", "function"],
+      chatTypes: ["telegram", "whatsapp"],
       missing: "channelkit: postgres() needs the pg package: npm install pg",
     });
   });
