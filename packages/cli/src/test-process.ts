@@ -18,7 +18,7 @@ export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const BIN = join(ROOT, "packages/cli/dist/bin.js");
 
 /** The packages the binary runs on, in build order. */
-const BUILT_PACKAGES = ["core", "kysely", "node", "widget", "cli"];
+const BUILT_PACKAGES = ["core", "kysely", "node", "widget", "chat", "cli"];
 
 /** True when a package's dist is missing or older than one of its sources (tests and test helpers aside). */
 function stale(pkg: string): boolean {
