@@ -6,7 +6,6 @@
  * again to the other process runs nothing.
  */
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, makeApp, runCliJson, type ServeProcess, startServe, type TestApp } from "../../cli/src/test-process.js";
