@@ -1,7 +1,7 @@
 import { type ChannelRecord, channelSettings, type ServiceContext } from "@channelkit/core";
 import { Chat, type Message, type Thread } from "chat";
 import { answer } from "./answer.js";
-import { type ChatPlatform, chatLogger } from "./platforms.js";
+import { type ChatPlatform, chatLogger } from "./platforms/index.js";
 import { pluginStoreState } from "./state.js";
 
 /** The plugin's id: the namespace of its store. */

@@ -1,7 +1,7 @@
 import { type ChannelPlugin, definePlugin, defineRoute, type IncomingRequest, ServiceError, type ServiceContext } from "@channelkit/core";
 import { Bots, PLUGIN_ID } from "./bots.js";
 import { postHumanMessage, rememberThread } from "./handover.js";
-import { type ChatPlatform, PLATFORMS } from "./platforms.js";
+import { type ChatPlatform, PLATFORMS } from "./platforms/index.js";
 
 /** Where a chat channel's platform delivers its events. */
 export const CHAT_WEBHOOK_PATH = "/channels/chat/:channel_id";
