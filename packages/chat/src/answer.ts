@@ -1,5 +1,6 @@
-import { channelFlow, type RunOutcome, type ServiceContext, type StartedRun } from "@channelkit/core";
+import { channelFlow, type RunFlowInput, type RunOutcome, ServiceError, type ServiceContext, type StartedRun } from "@channelkit/core";
 import type { Message, Thread } from "chat";
+import { currentClaims } from "./claims.js";
 
 /** What the user reads when a run failed: the detail is in the log, never on the platform. */
 export const FAILED_REPLY = "Sorry, something went wrong. Please try again.";
@@ -18,7 +19,7 @@ export async function answer(ctx: ServiceContext, channelId: string, platform: s
   // Read again: the channel's flow or state may have changed since its bot was made.
   const channel = await ctx.storage.findChannel(channelId);
   if (!channel || channel.state !== "active") return;
-  const run = await ctx.runs.start({
+  const input: RunFlowInput = {
     channel,
     flow: channelFlow(ctx, channel),
     conversation: { externalKey: thread.id },
@@ -32,11 +33,32 @@ export async function answer(ctx: ServiceContext, channelId: string, platform: s
     },
     request: null,
     live: true,
-  });
+  };
+  const run = await ctx.runs.start(input);
+  currentClaims()?.answered(platform, message.id);
   const release = ctx.runs.hold();
-  void post(ctx, channelId, thread, run)
-    .catch((error: unknown) => ctx.logger.error(`channelkit chat: the reply of run ${run.runId} (channel ${channelId}) could not be posted`, error))
+  void reply(ctx, input, thread, run)
+    .catch((error: unknown) => ctx.logger.error(`channelkit chat: the reply to message ${message.id} (channel ${channelId}) could not be posted`, error))
     .finally(release);
+}
+
+/**
+ * Posts a run's reply. A run that waited for its turn longer than the service allows
+ * (`turnWaitTimeoutMs`) is given up without its user message, and an API client is told to
+ * send it again; the platform was already answered, so the message takes a new turn here
+ * instead of being lost.
+ */
+async function reply(ctx: ServiceContext, input: RunFlowInput, thread: Thread, started: StartedRun): Promise<void> {
+  let run = started;
+  for (;;) {
+    try {
+      return await post(ctx, input.channel.id, thread, run);
+    } catch (error) {
+      if (!(error instanceof ServiceError && error.code === "conversation_busy")) throw error;
+      ctx.logger.warn(`channelkit chat: run ${run.runId} (channel ${input.channel.id}) waited too long for its turn; its message takes a new one`);
+      run = await ctx.runs.start(input);
+    }
+  }
 }
 
 async function post(ctx: ServiceContext, channelId: string, thread: Thread, run: StartedRun): Promise<void> {

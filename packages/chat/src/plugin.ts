@@ -1,5 +1,6 @@
 import { type ChannelPlugin, definePlugin, defineRoute, type IncomingRequest, ServiceError, type ServiceContext } from "@channelkit/core";
 import { Bots, PLUGIN_ID } from "./bots.js";
+import { DeliveryClaims } from "./claims.js";
 import { postHumanMessage, rememberThread } from "./handover.js";
 import { type ChatPlatform, PLATFORMS } from "./platforms/index.js";
 
@@ -30,6 +31,12 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
   return definePlugin({
     id: PLUGIN_ID,
     channelTypes: platforms.map((platform) => platform.channelType),
+    errorCodes: {
+      delivery_failed: {
+        status: 503,
+        message: "A message of this delivery could not be run, and the delivery was not kept as received: the platform sends it again, and it runs then.",
+      },
+    },
     routes: [
       defineRoute({
         method: "POST",
@@ -39,11 +46,19 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
           operationId: "chatWebhook",
           summary: "A chat platform's delivery",
           description:
-            "The platform of a chat channel delivers its events here, signed as the platform does it (Telegram: `X-Telegram-Bot-Api-Secret-Token`; WhatsApp: `X-Hub-Signature-256`); the Chat SDK's adapter checks the signature (401 when it is wrong) and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying.",
+            "The platform of a chat channel delivers its events here, signed as the platform does it (Telegram: `X-Telegram-Bot-Api-Secret-Token`; WhatsApp: `X-Hub-Signature-256`); the Chat SDK's adapter checks the signature (401 when it is wrong) and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying. A delivery whose message cannot be run (the channel's flow is not registered on this instance, the store fails) answers 503 and is not kept as received: the platform's retry runs it.",
           tag,
           parameters,
           responses: { 200: { description: "The delivery was taken (its messages are answered in the thread)." } },
-          errors: ["channel_not_found", "channel_settings_unavailable", "payload_too_large", "rate_limited"],
+          errors: [
+            "channel_not_found",
+            "channel_settings_unavailable",
+            "payload_too_large",
+            "rate_limited",
+            "delivery_failed",
+            "conversation_busy",
+            "service_draining",
+          ],
         },
         async handle(call, ctx) {
           return deliver(ctx, bots, call.request, call.params.channel_id, await call.rawBody());
@@ -97,7 +112,13 @@ async function deliver(ctx: ServiceContext, bots: Bots, request: IncomingRequest
   const delivery = new Request(request.url, { method: request.method, headers, ...(body === null ? {} : { body: body as BodyInit }) });
   const webhook = chat.webhooks[platform.name as keyof typeof chat.webhooks] as (request: Request, options: object) => Promise<Response>;
   const tasks: Promise<unknown>[] = [];
-  const answered = await webhook(delivery, { waitUntil: (task: Promise<unknown>) => void tasks.push(task) });
-  for (const task of tasks) await task.catch((error: unknown) => ctx.logger.error(`channelkit chat: a delivery to channel ${channel.id} failed`, error));
-  return answered;
+  const claims = new DeliveryClaims();
+  const answered = await claims.run(() => webhook(delivery, { waitUntil: (task: Promise<unknown>) => void tasks.push(task), propagateHandlerErrors: true }));
+  const failures = (await Promise.allSettled(tasks)).flatMap((settled) => (settled.status === "rejected" ? [settled.reason as unknown] : []));
+  if (failures.length === 0) return answered;
+  for (const failure of failures) ctx.logger.error(`channelkit chat: a message delivered to channel ${channel.id} could not be run`, failure);
+  // Nothing of the delivery is kept as seen: the platform sends it again, and it runs then.
+  await claims.release(ctx.storage.pluginStore(PLUGIN_ID));
+  const [first] = failures;
+  throw first instanceof ServiceError && (first.status >= 500 || first.status === 429) ? first : new ServiceError("delivery_failed");
 }

@@ -1,5 +1,6 @@
 import type { PluginStore } from "@channelkit/core";
 import type { Lock, QueueEntry, StateAdapter } from "chat";
+import { currentClaims } from "./claims.js";
 
 /** How long a list's read-modify-write may hold its lease. */
 const LIST_LEASE_MS = 5_000;
@@ -39,8 +40,11 @@ export function pluginStoreState(store: PluginStore, scope: string): StateAdapte
     async set(name, value, ttlMs) {
       await store.set(key(`kv:${name}`), value, ttlMs === undefined ? undefined : { ttlMs });
     },
-    setIfNotExists(name, value, ttlMs) {
-      return store.add(key(`kv:${name}`), value, ttlMs === undefined ? undefined : { ttlMs });
+    async setIfNotExists(name, value, ttlMs) {
+      const claimed = await store.add(key(`kv:${name}`), value, ttlMs === undefined ? undefined : { ttlMs });
+      // A delivery that fails gives its claims back (DeliveryClaims), or its retry would be dropped.
+      if (claimed) currentClaims()?.claimed(key(`kv:${name}`), name);
+      return claimed;
     },
     async delete(name) {
       await store.delete(key(`kv:${name}`));

@@ -116,7 +116,7 @@ function telegramSuite(name: string, makeDatabase: () => Promise<TestDatabase>) 
       for (let i = 0; i < stored.length; i += 2) expect(stored[i + 1]).toBe(`assistant: Echo: ${(stored[i] as string).slice("user: ".length)}`);
     });
 
-    it("hands over to a human: the agent's replies are posted in the Telegram chat, the user's messages reach the agent, not the flow", async () => {
+    it("hands over to a human: the agent's replies are posted in the Telegram chat, the user's messages reach the agent, not the flow, and the bot answers again once the agent closes", async () => {
       const chatId = 507;
       expect((await deliver(update(400, chatId, "I need a person"), { channel: handoverChannelId })).status).toBe(200);
       await bot.waitFor(() => bot.textOf(chatId).includes("Connecting you to an agent"), "the handover's message");
@@ -138,7 +138,11 @@ function telegramSuite(name: string, makeDatabase: () => Promise<TestDatabase>) 
       expect((await deliver(update(401, chatId, "My order is late"), { channel: handoverChannelId, to: 1 })).status).toBe(200);
       await expect.poll(() => history(chatId, handoverChannelId)).toContain("user: My order is late");
       expect(bot.textOf(chatId)).toEqual(["Connecting you to an agent", "Agent: Hi, I am Ana. How can I help?"]);
+      // Once the agent closes, the bot answers again: its flow runs (and, this one, hands over again).
       expect((await inbox("/close")).status).toBe(200);
+      expect((await deliver(update(402, chatId, "Thanks, bye"), { channel: handoverChannelId })).status).toBe(200);
+      await bot.waitFor(() => bot.textOf(chatId)[2] === "Connecting you to an agent", "the flow's answer after the close");
+      expect(bot.textOf(chatId)).toEqual(["Connecting you to an agent", "Agent: Hi, I am Ana. How can I help?", "Connecting you to an agent"]);
     });
 
     it("an inactive channel answers 200 and runs nothing, so that Telegram stops retrying", async () => {

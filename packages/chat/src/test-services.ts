@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelService, createChannelService, externalConversationId, liveChatInbox } from "@channelkit/core";
+import { type ChannelService, type ChannelServiceOptions, createChannelService, externalConversationId, liveChatInbox } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
@@ -37,7 +37,8 @@ export class TwoInstances {
   #database: TestDatabase | undefined;
   tenantId = "";
 
-  async start(database: TestDatabase, secretKey: string): Promise<void> {
+  /** `options` adds to (or replaces) the options of each service (by its index): other flows, a shorter turn wait. */
+  async start(database: TestDatabase, secretKey: string, options: (instance: number) => Partial<ChannelServiceOptions> = () => ({})): Promise<void> {
     this.#database = database;
     const first = database.open();
     await first.migrate({ plugins: [chatChannels()] });
@@ -50,6 +51,7 @@ export class TwoInstances {
         plugins: [chatChannels()],
         livechat: liveChatInbox({ development: true }),
         logger: { warn() {}, error() {} },
+        ...options(this.services.length),
       });
       this.services.push(service);
       this.servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
