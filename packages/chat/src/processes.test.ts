@@ -1,11 +1,14 @@
 /**
  * Two `channelkit serve` processes on one database (a SQLite file, then Postgres), each
  * with a config that mounts `chatChannels()`, receiving one Telegram bot's updates through
- * the real adapter: a burst spread over both is every message answered, each in its turn,
+ * the real adapter: a burst of 30 spread over both, half of it delivered twice, is every
+ * message answered once, each in its turn,
  * messages delivered one after another are answered in that order, and an update delivered
  * again to the other process runs nothing.
  */
 import { randomBytes } from "node:crypto";
+import { externalConversationId } from "@channelkit/core";
+import { postgres, sqlite } from "@channelkit/kysely";
 import { describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, killAll, makeApp, runCliJson, type ServeProcess, startServe, type TestApp } from "../../cli/src/test-process.js";
@@ -60,12 +63,36 @@ function twoProcesses(name: string, makeDatabase: () => Promise<SharedDatabase>)
         body: JSON.stringify(body),
       });
 
-    it("answers a burst delivered at once to both processes: every message, none dropped", async () => {
-      const words = ["a1", "b2", "c3", "d4", "e5", "f6", "g7", "h8"];
-      const answers = await Promise.all(words.map((word, i) => deliver(update(10 + i, 801, word), i % 2)));
-      expect(answers.map((answer) => answer.status)).toEqual(words.map(() => 200));
-      await bot.waitFor(() => bot.textOf(801).filter((text) => text.startsWith("Echo:")).length === words.length, "eight replies");
-      expect([...bot.textOf(801)].sort()).toEqual(words.map((word) => `Echo: ${word}`).sort());
+    /** The stored messages of a chat's conversation, `role: content`, read from the database. */
+    async function history(chatId: number): Promise<string[]> {
+      const storage = database.db.startsWith("postgres") ? postgres(database.db) : sqlite(database.db);
+      try {
+        const conversationId = await externalConversationId({ id: channelId }, `telegram:${chatId}`);
+        return (await storage.listRecentMessages(conversationId, 200)).map((message) => `${message.role}: ${message.content}`);
+      } finally {
+        await storage.close();
+      }
+    }
+
+    it("answers a burst of 30 messages delivered at once to both processes, half of them twice: 30 answers, each after its message, none twice", async () => {
+      const words = Array.from({ length: 30 }, (_, i) => `w${i + 1}`);
+      const deliveries = words.flatMap((word, i) => {
+        const once = deliver(update(10 + i, 801, word), i % 2);
+        // Telegram sends every other update again, to the other process.
+        return i % 2 === 0 ? [once, deliver(update(10 + i, 801, word), (i + 1) % 2)] : [once];
+      });
+      const answers = await Promise.all(deliveries);
+      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+      const replies = () => bot.textOf(801).filter((text) => /^Echo: w\d+$/.test(text));
+      await bot.waitFor(() => replies().length === words.length, "30 replies");
+      expect([...replies()].sort()).toEqual(words.map((word) => `Echo: ${word}`).sort());
+      const stored = await history(801);
+      expect(stored).toHaveLength(60);
+      const asked = stored.filter((_, i) => i % 2 === 0);
+      expect(new Set(asked).size).toBe(30);
+      // Each user message is followed by its own reply, and the replies reached Telegram in that order.
+      for (let i = 0; i < stored.length; i += 2) expect(stored[i + 1]).toBe(`assistant: Echo: ${(stored[i] as string).slice("user: ".length)}`);
+      expect(replies()).toEqual(asked.map((message) => `Echo: ${message.slice("user: ".length)}`));
     });
 
     it("answers messages delivered one after another, alternately to each process, in that order; a redelivered update runs nothing", async () => {
