@@ -30,7 +30,8 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
   const parameters = [{ name: "channel_id", in: "path" as const, required: true, description: "The chat channel's id." }];
   return definePlugin({
     id: PLUGIN_ID,
-    channelTypes: platforms.map((platform) => platform.channelType),
+    // Creating a channel answers the address to give its platform.
+    channelTypes: platforms.map((platform) => ({ ...platform.channelType, endpoint: "/channels/chat/{channel_id}" })),
     errorCodes: {
       delivery_failed: {
         status: 503,

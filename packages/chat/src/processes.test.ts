@@ -44,8 +44,20 @@ function twoProcesses(name: string, makeDatabase: () => Promise<SharedDatabase>)
       await cli("migrate");
       const { tenant } = await cli<{ tenant: { id: string } }>("tenant", "create", "--name", "Processes");
       const settings = ["--setting", "bot_token=42:two-processes", "--setting", `secret_token=${SECRET_TOKEN}`, "--setting", `api_url=${bot.url}`];
-      const created = await cli<{ channel: { id: string } }>("channel", "create", "--tenant", tenant.id, "--flow", "echo", "--type", "telegram", ...settings);
+      const created = await cli<{ channel: { id: string }; endpoint: string }>(
+        "channel",
+        "create",
+        "--tenant",
+        tenant.id,
+        "--flow",
+        "echo",
+        "--type",
+        "telegram",
+        ...settings,
+      );
       channelId = created.channel.id;
+      // The command prints where Telegram is to deliver.
+      expect(created.endpoint).toBe(`/channels/chat/${channelId}`);
       servers = await Promise.all([0, 1].map(() => startServe(["--db", database.db, "--port", "0"], ENV, 30_000, { cwd: app.path })));
     }, 180_000);
 

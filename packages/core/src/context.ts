@@ -100,6 +100,8 @@ export interface ServiceContext {
   logger: Logger;
   maxBodyBytes: number;
   historyLimit: number;
+  /** The path the service's routes are under (`""` for the root), without a trailing `/`. */
+  basePath: string;
   estimateTokens: TokenEstimator;
   /** Whether the service runs in production (the `production` option, else `NODE_ENV`): development conveniences are refused. */
   production: boolean;

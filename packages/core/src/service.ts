@@ -237,7 +237,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const feed = options.storage.feed ?? inProcessFeed();
   const leaseMs = options.turnLeaseMs ?? 30_000;
   const pluginRegistry = new PluginRegistry(logger);
+  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const internals: ServiceInternals = {
+    basePath,
     plugins: pluginRegistry,
     storage: options.storage,
     flows,
@@ -278,7 +280,6 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const ctx: ServiceContext = internals;
   pluginRegistry.attach(ctx);
 
-  const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const plugins = [...(options.channels ?? defaultChannels()), ...(options.livechat ? [options.livechat] : []), ...(options.plugins ?? [])];
   if (options.openapi !== false) plugins.push(openApiPlugin(() => openApiDocument({ plugins: mounted, basePath })));
   const mounted = await mountPlugins(plugins, ctx, pluginRegistry);

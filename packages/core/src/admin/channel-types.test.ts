@@ -245,3 +245,24 @@ describe("channels of a plugin's type through service.admin", () => {
     await without.close();
   });
 });
+
+describe("the endpoint of a plugin's channel type", () => {
+  const hooked = defineChannelType({ ...telegramType, name: "hooked", endpoint: "/channels/hooked/{channel_id}" });
+
+  it("is answered by createChannel, under the service's basePath, for the type that declares one, and only then", async () => {
+    const s = await createChannelService({
+      storage: memoryStorage(),
+      flows: demoFlows,
+      secretKey: MASTER_KEY,
+      basePath: "/bots/",
+      plugins: [definePlugin({ id: "hooked", channelTypes: [hooked, telegramType] })],
+    });
+    const { tenant } = await s.admin.createTenant({ name: "Acme" });
+    const created = await s.admin.createChannel({ tenantId: tenant.id, flow: "echo", type: "hooked", settings: { bot_token: TOKEN } });
+    expect(created.endpoint).toBe(`/bots/channels/hooked/${created.channel.id}`);
+    const plain = await s.admin.createChannel({ tenantId: tenant.id, flow: "echo", type: "telegram", settings: { bot_token: TOKEN } });
+    expect(plain).not.toHaveProperty("endpoint");
+    expect(await s.admin.createChannel({ tenantId: tenant.id, flow: "echo" })).not.toHaveProperty("endpoint");
+    await s.close();
+  });
+});

@@ -1,3 +1,4 @@
+import { channelEndpoint } from "../plugin/channel-type.js";
 import { apiKeyHint, generateApiKey, hashApiKey, prefixFor, randomBase62 } from "../auth/api-keys.js";
 import type { ServiceContext } from "../context.js";
 import { isServiceError, ServiceError } from "../http/errors.js";
@@ -39,6 +40,11 @@ export interface CreatedChannel {
   channel: ChannelView;
   api_key: string;
   signing_secret: string | null;
+  /**
+   * Where the channel's platform delivers, under the service's `basePath` (e.g.
+   * `/channels/chat/{id}`): present for a plugin's type that declares its `endpoint`.
+   */
+  endpoint?: string;
 }
 
 /**
@@ -284,7 +290,8 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
         // Its secrets are recorded by name, as set: never their values.
         const changes = { ...channelChanges(null, view), ...typed?.changes };
         await storage.createChannel(channel, keyRecord, record("create_channel", target, changes));
-        return { channel: view, api_key: key, signing_secret: signingSecret };
+        const endpoint = channelEndpoint(type, ctx.basePath, channel.id);
+        return { channel: view, api_key: key, signing_secret: signingSecret, ...(endpoint === null ? {} : { endpoint }) };
       });
     },
 

@@ -18,7 +18,7 @@ export {
   type RouteDefinition,
   type RouteMethod,
 } from "./route.js";
-export { defineChannelType, type ChannelTypeDefinition } from "./channel-type.js";
+export { channelEndpoint, defineChannelType, type ChannelTypeDefinition } from "./channel-type.js";
 export type * from "./hooks.js";
 export type * from "./storage.js";
 export type { OperationDoc, ParameterSpec, SuccessSpec, HeaderName, Security, Tag } from "../openapi/spec.js";

@@ -20,6 +20,17 @@ export interface ChannelTypeDefinition<Settings extends z.ZodObject = z.ZodObjec
   settings: Settings;
   /** The settings that are credentials (a bot token, a signing secret): sealed at rest, never returned. */
   secrets?: readonly (keyof z.infer<Settings> & string)[];
+  /**
+   * The path a channel's platform delivers to, one of the plugin's routes with `{channel_id}`
+   * for the channel's id, e.g. `/channels/chat/{channel_id}`. Creating a channel of the type
+   * answers it as `endpoint`, under the service's `basePath`: the address to give the platform.
+   */
+  endpoint?: string;
+}
+
+/** A channel's `endpoint` (see {@link ChannelTypeDefinition.endpoint}), under `basePath`; null for a type without one. */
+export function channelEndpoint(type: Pick<ChannelTypeDefinition, "endpoint"> | null, basePath: string, channelId: string): string | null {
+  return type?.endpoint === undefined ? null : basePath + type.endpoint.replaceAll("{channel_id}", encodeURIComponent(channelId));
 }
 
 /** Declares a channel type with its settings' types kept. */

@@ -102,6 +102,7 @@ async function setup() {
   const plugins = new PluginRegistry(silent);
   const ctx: ServiceInternals = {
     plugins,
+    basePath: "",
     storage,
     flows: new Map([
       ["gated", flow],
