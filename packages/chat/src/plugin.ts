@@ -30,8 +30,8 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
   const parameters = [{ name: "channel_id", in: "path" as const, required: true, description: "The chat channel's id." }];
   return definePlugin({
     id: PLUGIN_ID,
-    // Creating a channel answers the address to give its platform.
-    channelTypes: platforms.map((platform) => ({ ...platform.channelType, endpoint: "/channels/chat/{channel_id}" })),
+    // Creating a channel answers the address to give its platform; its key reads its conversations' history.
+    channelTypes: platforms.map((platform) => ({ ...platform.channelType, endpoint: "/channels/chat/{channel_id}", history: true })),
     errorCodes: {
       delivery_failed: {
         status: 503,

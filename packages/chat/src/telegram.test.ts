@@ -35,21 +35,24 @@ function telegramSuite(name: string, makeDatabase: () => Promise<TestDatabase>) 
     let channelId: string;
     /** A channel whose flow hands every conversation over to a human. */
     let handoverChannelId: string;
+    /** The channels' keys. */
+    let apiKey: string;
+    let handoverApiKey: string;
 
     beforeAll(async () => {
       await bot.start();
       await instances.start(await makeDatabase(), SECRET_KEY);
-      const telegramChannel = async (flow: string, botToken: string) =>
-        (
-          await instances.admin.createChannel({
-            tenantId: instances.tenantId,
-            flow,
-            type: "telegram",
-            settings: { bot_token: botToken, secret_token: SECRET_TOKEN, api_url: bot.url },
-          })
-        ).channel.id;
-      channelId = await telegramChannel("echo", BOT_TOKEN);
-      handoverChannelId = await telegramChannel("handover", "654321:handover-bot");
+      const telegramChannel = (flow: string, botToken: string) =>
+        instances.admin.createChannel({
+          tenantId: instances.tenantId,
+          flow,
+          type: "telegram",
+          settings: { bot_token: botToken, secret_token: SECRET_TOKEN, api_url: bot.url },
+        });
+      const echo = await telegramChannel("echo", BOT_TOKEN);
+      const handing = await telegramChannel("handover", "654321:handover-bot");
+      [channelId, apiKey] = [echo.channel.id, echo.api_key];
+      [handoverChannelId, handoverApiKey] = [handing.channel.id, handing.api_key];
     }, 60_000);
 
     afterAll(async () => {
@@ -74,6 +77,28 @@ function telegramSuite(name: string, makeDatabase: () => Promise<TestDatabase>) 
       expect(await deliver(update(2, 501, "again"), { to: 1 }).then((response) => response.status)).toBe(200);
       await bot.waitFor(() => bot.textOf(501).includes("Echo: again"), "the reply to again");
       expect(await history(501)).toEqual(["user: hello", "assistant: Echo: hello", "user: again", "assistant: Echo: again"]);
+    });
+
+    it("lets the channel's key read a chat's history on the API channel's route, and nothing else there", async () => {
+      await bot.waitFor(() => bot.textOf(501).includes("Echo: again"), "the first test's replies");
+      const conversationId = await externalConversationId({ id: channelId }, "telegram:501");
+      const read = (key: string) =>
+        fetch(`${(instances.servers[1] as { url: string }).url}/public/v1/api/conversations/${conversationId}/messages`, {
+          headers: { authorization: `Bearer ${key}` },
+        });
+      const answered = await read(apiKey);
+      expect(answered.status).toBe(200);
+      const body = (await answered.json()) as { messages: { role: string; content: string }[] };
+      expect(body.messages.map((message) => `${message.role}: ${message.content}`)).toEqual(await history(501));
+      // Another channel's key reads none of it; the chat channel's key runs nothing on the API channel.
+      expect((await read(handoverApiKey)).status).toBe(404);
+      const executed = await fetch(`${(instances.servers[0] as { url: string }).url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ message: "hi" }),
+      });
+      expect(executed.status).toBe(403);
+      expect(((await executed.json()) as { error: { code: string } }).error.code).toBe("wrong_channel_type");
     });
 
     it("refuses an update without Telegram's secret token, or with another: nothing runs, nothing is stored", async () => {

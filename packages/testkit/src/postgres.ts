@@ -32,7 +32,8 @@ export async function createTestDatabase(serverUrl: string): Promise<TestDatabas
 }
 
 async function withAdmin<T>(serverUrl: string, action: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 5000 });
+  // Generous: on a loaded 2-core machine, a suite's processes all connecting at once may wait seconds for the server.
+  const client = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 30_000 });
   await client.connect();
   try {
     return await action(client);

@@ -26,6 +26,13 @@ export interface ChannelTypeDefinition<Settings extends z.ZodObject = z.ZodObjec
    * answers it as `endpoint`, under the service's `basePath`: the address to give the platform.
    */
   endpoint?: string;
+  /**
+   * Whether a channel's key reads its conversations' history on the API channel's route
+   * (`GET /public/v1/api/conversations/{id}/messages`), as an API channel's does: a chat
+   * platform's conversations, read by the host's own code. Its other routes stay the API
+   * channel's alone (403 `wrong_channel_type`).
+   */
+  history?: boolean;
 }
 
 /** A channel's `endpoint` (see {@link ChannelTypeDefinition.endpoint}), under `basePath`; null for a type without one. */
