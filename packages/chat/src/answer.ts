@@ -1,6 +1,14 @@
 import { channelFlow, type RunFlowInput, type RunOutcome, ServiceError, type ServiceContext, type StartedRun } from "@channelkit/core";
-import type { Message, Thread } from "chat";
+import type { Author, Message, Thread } from "chat";
 import { currentClaims } from "./claims.js";
+import { offerSuggestions } from "./suggestions.js";
+
+/** What a run answers: a platform message, or a suggestion's button pressed (its label as the text). */
+export interface Incoming {
+  id: Message["id"];
+  text: string;
+  author: Pick<Author, "userId" | "userName">;
+}
 
 /** What the user reads when a run failed: the detail is in the log, never on the platform. */
 export const FAILED_REPLY = "Sorry, something went wrong. Please try again.";
@@ -15,7 +23,7 @@ export const FAILED_REPLY = "Sorry, something went wrong. Please try again.";
  * platform then, so that the order of the platform's deliveries is the order of the runs.
  * The reply goes on after it, and `service.close()` waits for it.
  */
-export async function answer(ctx: ServiceContext, channelId: string, platform: string, thread: Thread, message: Message): Promise<void> {
+export async function answer(ctx: ServiceContext, channelId: string, platform: string, thread: Thread, message: Incoming): Promise<void> {
   // Read again: the channel's flow or state may have changed since its bot was made.
   const channel = await ctx.storage.findChannel(channelId);
   if (!channel || channel.state !== "active") return;
@@ -64,12 +72,25 @@ async function reply(ctx: ServiceContext, input: RunFlowInput, thread: Thread, s
 async function post(ctx: ServiceContext, channelId: string, thread: Thread, run: StartedRun): Promise<void> {
   const reply = new ReplyText(run);
   // Nothing is posted for a run that wrote nothing (a flow that only handed over).
-  if (await reply.hasText()) await thread.post(reply.text());
+  const sent = (await reply.hasText()) ? await thread.post(reply.text()) : null;
   const outcome = await reply.outcome();
   if (outcome.status === "error") {
     ctx.logger.error(`channelkit chat: run ${run.runId} of channel ${channelId} failed: ${outcome.error ?? "unknown error"}`);
     if (!reply.wrote) await thread.post(FAILED_REPLY);
+    return;
   }
+  const suggestions = lastSuggestions(outcome);
+  if (suggestions.length > 0) await offerSuggestions(ctx, channelId, thread, { sent, text: reply.posted }, suggestions);
+}
+
+/** The suggestions of the run's last reply that has any. */
+function lastSuggestions(outcome: RunOutcome): string[] {
+  let last: string[] = [];
+  let at = -1;
+  for (const [index, options] of outcome.replyOptions) {
+    if (index > at && options.suggestions !== undefined && options.suggestions.length > 0) [at, last] = [index, options.suggestions];
+  }
+  return last;
 }
 
 /** A run's text as the platform shows it: its text parts in order, a blank line between messages. */
@@ -79,6 +100,8 @@ class ReplyText {
   #outcome: RunOutcome | undefined;
   #parts = 0;
   wrote = false;
+  /** The text handed to the platform so far. */
+  posted = "";
 
   constructor(run: StartedRun) {
     this.#run = run;
@@ -92,7 +115,11 @@ class ReplyText {
 
   async *text(): AsyncIterable<string> {
     for (;;) {
-      while (this.#pending.length > 0) yield this.#pending.shift() as string;
+      while (this.#pending.length > 0) {
+        const piece = this.#pending.shift() as string;
+        this.posted += piece;
+        yield piece;
+      }
       if (this.#outcome !== undefined) return;
       await this.#pull();
     }

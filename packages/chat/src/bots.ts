@@ -1,6 +1,7 @@
 import { type ChannelRecord, channelSettings, type ServiceContext } from "@channelkit/core";
-import { Chat, type Message, type Thread } from "chat";
-import { answer } from "./answer.js";
+import { Chat, type Thread } from "chat";
+import { answer, type Incoming } from "./answer.js";
+import { chosenSuggestion, SUGGESTION_ACTION } from "./suggestions.js";
 import { type ChatPlatform, chatLogger } from "./platforms/index.js";
 import { pluginStoreState } from "./state.js";
 
@@ -63,13 +64,20 @@ export class Bots {
       dedupeTtlMs: DEDUPE_TTL_MS,
       logger,
     });
-    const handle = (thread: Thread, message: Message) => answer(ctx, channel.id, platform.name, thread, message);
+    const handle = (thread: Thread, message: Incoming) => answer(ctx, channel.id, platform.name, thread, message);
     chat.onDirectMessage(handle);
     chat.onSubscribedMessage(handle);
     chat.onNewMention(async (thread, message) => {
       // Mentioned once in a group, the bot follows the thread from then on.
       await thread.subscribe();
       await handle(thread, message);
+    });
+    // A suggestion's button pressed is the user saying it.
+    chat.onAction(SUGGESTION_ACTION, async (event) => {
+      if (event.thread === null) return;
+      const text = await chosenSuggestion(ctx, channel.id, event.threadId, event.value);
+      if (text === undefined) return;
+      await handle(event.thread as Thread, { id: `${event.messageId}:${event.value}`, text, author: event.user });
     });
     await chat.initialize();
     return { chat, updatedAt: channel.updatedAt };

@@ -16,7 +16,7 @@ export interface BotCall {
  */
 export class TelegramStandIn {
   readonly calls: BotCall[] = [];
-  readonly #messages = new Map<number, { chatId: number; text: string }>();
+  readonly #messages = new Map<number, { chatId: number; text: string; keyboard: unknown }>();
   readonly #waiting = new Set<() => void>();
   #nextId = 1000;
   #server: Server | undefined;
@@ -47,7 +47,7 @@ export class TelegramStandIn {
     if (method === "getMe") return { id: 777, is_bot: true, first_name: "Helper", username: "helper_bot" };
     if (method === "sendMessage") {
       const id = this.#nextId++;
-      this.#messages.set(id, { chatId, text });
+      this.#messages.set(id, { chatId, text, keyboard: body.reply_markup });
       return {
         message_id: id,
         date: Math.floor(Date.now() / 1000),
@@ -59,7 +59,7 @@ export class TelegramStandIn {
     if (method === "editMessageText") {
       const id = Number(body.message_id);
       const message = this.#messages.get(id);
-      if (message) message.text = text;
+      if (message) Object.assign(message, { text, keyboard: body.reply_markup });
       return { message_id: id, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, text };
     }
     return true;
@@ -68,6 +68,13 @@ export class TelegramStandIn {
   /** The bot's messages in a chat as they read now. */
   textOf(chatId: number): string[] {
     return [...this.#messages.values()].filter((message) => message.chatId === chatId).map((message) => message.text);
+  }
+
+  /** The bot's messages in a chat with their inline keyboards (`reply_markup`), as they read now. */
+  messagesOf(chatId: number): { id: number; text: string; keyboard: unknown }[] {
+    return [...this.#messages]
+      .filter(([, message]) => message.chatId === chatId)
+      .map(([id, message]) => ({ id, text: message.text, keyboard: message.keyboard }));
   }
 
   /** Resolves once `done()` holds after a call; fails after `ms`, naming what it waited for. */
