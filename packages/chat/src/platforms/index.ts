@@ -1,12 +1,14 @@
 import type { ChatPlatform } from "./platform.js";
 import { slack } from "./slack.js";
+import { teams } from "./teams.js";
 import { telegram } from "./telegram.js";
 import { whatsApp } from "./whatsapp.js";
 
 export { type ChatPlatform, chatLogger } from "./platform.js";
 export { slack } from "./slack.js";
+export { teams } from "./teams.js";
 export { telegram } from "./telegram.js";
 export { whatsApp } from "./whatsapp.js";
 
 /** The platforms `chatChannels()` serves by default. */
-export const PLATFORMS: readonly ChatPlatform[] = [telegram as unknown as ChatPlatform, whatsApp as unknown as ChatPlatform, slack as unknown as ChatPlatform];
+export const PLATFORMS: readonly ChatPlatform[] = [telegram as unknown as ChatPlatform, whatsApp as unknown as ChatPlatform, teams as unknown as ChatPlatform, slack as unknown as ChatPlatform];
