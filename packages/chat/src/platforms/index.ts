@@ -1,9 +1,11 @@
+import { discord } from "./discord.js";
 import type { ChatPlatform } from "./platform.js";
 import { slack } from "./slack.js";
 import { teams } from "./teams.js";
 import { telegram } from "./telegram.js";
 import { whatsApp } from "./whatsapp.js";
 
+export { discord } from "./discord.js";
 export { type ChatPlatform, chatLogger } from "./platform.js";
 export { slack } from "./slack.js";
 export { teams } from "./teams.js";
@@ -11,4 +13,10 @@ export { telegram } from "./telegram.js";
 export { whatsApp } from "./whatsapp.js";
 
 /** The platforms `chatChannels()` serves by default. */
-export const PLATFORMS: readonly ChatPlatform[] = [telegram as unknown as ChatPlatform, whatsApp as unknown as ChatPlatform, teams as unknown as ChatPlatform, slack as unknown as ChatPlatform];
+export const PLATFORMS: readonly ChatPlatform[] = [
+  telegram as unknown as ChatPlatform,
+  whatsApp as unknown as ChatPlatform,
+  teams as unknown as ChatPlatform,
+  slack as unknown as ChatPlatform,
+  discord as unknown as ChatPlatform,
+];
