@@ -64,6 +64,7 @@ export async function explainRequestPath(store: StoreKind, location: string, see
         toolCallId: null,
         livechatMessageId: null,
         sender: null,
+        metadata: null,
       }) as const;
     for (const isNew of [true, false]) {
       const runId = crypto.randomUUID();

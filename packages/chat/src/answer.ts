@@ -27,18 +27,21 @@ export async function answer(ctx: ServiceContext, channelId: string, platform: s
   // Read again: the channel's flow or state may have changed since its bot was made.
   const channel = await ctx.storage.findChannel(channelId);
   if (!channel || channel.state !== "active") return;
+  const ids = {
+    platform,
+    platform_thread_id: thread.id,
+    platform_message_id: message.id,
+    platform_user_id: message.author.userId,
+    platform_user_name: message.author.userName,
+  };
   const input: RunFlowInput = {
     channel,
     flow: channelFlow(ctx, channel),
     conversation: { externalKey: thread.id },
     payload: message.text,
-    metadata: {
-      platform,
-      platform_thread_id: thread.id,
-      platform_message_id: message.id,
-      platform_user_id: message.author.userId,
-      platform_user_name: message.author.userName,
-    },
+    // The flow reads the platform's ids as ctx.metadata; history shows them on the user's message.
+    metadata: ids,
+    messageMetadata: ids,
     request: null,
     live: true,
   };

@@ -88,8 +88,17 @@ function telegramSuite(name: string, makeDatabase: () => Promise<TestDatabase>) 
         });
       const answered = await read(apiKey);
       expect(answered.status).toBe(200);
-      const body = (await answered.json()) as { messages: { role: string; content: string }[] };
+      const body = (await answered.json()) as { messages: { role: string; content: string; metadata?: unknown }[] };
       expect(body.messages.map((message) => `${message.role}: ${message.content}`)).toEqual(await history(501));
+      // The user's messages keep Telegram's ids; the replies have none.
+      expect(body.messages[0]?.metadata).toEqual({
+        platform: "telegram",
+        platform_thread_id: "telegram:501",
+        platform_message_id: "501:1",
+        platform_user_id: "501",
+        platform_user_name: "ada501",
+      });
+      expect(body.messages[1]).not.toHaveProperty("metadata");
       // Another channel's key reads none of it; the chat channel's key runs nothing on the API channel.
       expect((await read(handoverApiKey)).status).toBe(404);
       const executed = await fetch(`${(instances.servers[0] as { url: string }).url}/public/v1/api/execute`, {

@@ -90,6 +90,8 @@ export interface HistoryMessage {
   livechat_message_id: string | null;
   /** The live-chat sender (`user`, `agent`, `supervisor`, `bot`, `system`) when `origin` is `livechat`. */
   sender: string | null;
+  /** A channel's own data of the message, present only on a message that has any (a chat platform's user, message and thread ids). */
+  metadata?: Record<string, unknown>;
 }
 
 /** A conversation's live chat as it is now. */

@@ -119,6 +119,7 @@ export function messageToRow(conversationId: string, turnIndex: number, message:
     tool_call_id: message.toolCallId,
     livechat_message_id: message.livechatMessageId,
     sender: message.sender,
+    metadata: message.metadata === null ? null : JSON.stringify(message.metadata),
   };
 }
 
@@ -138,6 +139,7 @@ export function rowToMessage(row: Selectable<MessagesTable>): MessageRecord {
     toolCallId: row.tool_call_id,
     livechatMessageId: row.livechat_message_id,
     sender: row.sender,
+    metadata: fromJson(row.metadata, null),
   };
 }
 

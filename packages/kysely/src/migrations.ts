@@ -12,6 +12,7 @@ import { idempotencyKeys } from "./migration-0010-idempotency-keys.js";
 import { pluginStore } from "./migration-0011-plugin-store.js";
 import { channelSettings } from "./migration-0012-channel-settings.js";
 import { runStreamFollowed } from "./migration-0013-run-stream-followed.js";
+import { messageMetadata } from "./migration-0014-message-metadata.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -135,6 +136,7 @@ export const migrations: Record<string, Migration> = {
   "0011_plugin_store": pluginStore,
   "0012_channel_settings": channelSettings,
   "0013_run_stream_followed": runStreamFollowed,
+  "0014_message_metadata": messageMetadata,
 };
 
 /** The table where Kysely's Migrator records the migrations applied. */

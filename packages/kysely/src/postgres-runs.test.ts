@@ -230,6 +230,7 @@ function newMessage(content: string, role: NewMessage["role"], runId: string): N
     toolCallId: null,
     livechatMessageId: null,
     sender: null,
+    metadata: null,
   };
 }
 

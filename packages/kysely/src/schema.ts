@@ -153,6 +153,8 @@ export interface MessagesTable {
   tool_call_id: string | null;
   livechat_message_id: string | null;
   sender: string | null;
+  /** JSON, or null. */
+  metadata: string | null;
 }
 
 export interface RunsTable {
@@ -267,6 +269,7 @@ export const MESSAGE_COLUMNS = everyColumn<MessagesTable>()(
   "tool_call_id",
   "livechat_message_id",
   "sender",
+  "metadata",
 );
 
 export const RUN_COLUMNS = everyColumn<RunsTable>()(

@@ -132,6 +132,7 @@ function newMessage(content: string, role: NewMessage["role"], runId: string): N
     toolCallId: null,
     livechatMessageId: null,
     sender: null,
+    metadata: null,
   };
 }
 
@@ -204,6 +205,7 @@ describe("migrate", () => {
       "0011_plugin_store",
       "0012_channel_settings",
       "0013_run_stream_followed",
+      "0014_message_metadata",
     ]);
   });
 

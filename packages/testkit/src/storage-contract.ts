@@ -884,6 +884,17 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect((await storage.listRecentMessages(c.id, 10)).slice(1)).toEqual(expected);
       });
 
+      it("keeps a message's metadata (a chat platform's ids on a user's message), and null where there is none", async () => {
+        const c = await conversation();
+        const run = c.run("hi");
+        const begin = run.begin(0);
+        const ids = { platform: "telegram", platform_message_id: "5:1", nested: { user: 5 } };
+        begin.userMessage = { ...begin.userMessage, metadata: ids };
+        await ticketOf(storage, begin);
+        await storage.completeRun(run.complete({ ticket: 0, messages: ["hello"], seconds: 1 }));
+        expect((await storage.listRecentMessages(c.id, 10)).map((message) => message.metadata)).toEqual([ids, null]);
+      });
+
       it("keeps any text as given, U+0000 and U+0001 included (PostgreSQL's text cannot hold U+0000)", async () => {
         const odd = "a\u0000b\u0001c\u0001\u0000d\u00010\u00011 \u0000";
         const c = await conversation();
@@ -1925,6 +1936,7 @@ function newMessage(content: string, role: NewMessage["role"], runId: string | n
     toolCallId: null,
     livechatMessageId: null,
     sender: null,
+    metadata: null,
   };
 }
 

@@ -23,6 +23,8 @@ export function messageView(message: MessageRecord) {
     tool_call_id: message.toolCallId,
     livechat_message_id: message.livechatMessageId,
     sender: message.sender,
+    // Only on a message that has any (a chat platform's ids): the contract's messages have none.
+    ...(message.metadata === null ? {} : { metadata: message.metadata }),
   };
 }
 
@@ -55,5 +57,9 @@ export const messageViewSchema = z
       .enum(["user", "agent", "supervisor", "bot", "system"])
       .nullable()
       .meta({ description: "The raw live-chat sender, only when `origin` is `livechat`." }),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ description: "A channel's own data of the message, only on a message that has any: a chat platform's user, message and thread ids." }),
   })
   .meta({ description: "A message of a conversation, oldest first in every list." });

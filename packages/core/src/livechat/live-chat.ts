@@ -196,6 +196,7 @@ export class LiveChat {
       toolCallId: null,
       livechatMessageId: id ?? crypto.randomUUID(),
       sender: input.sender,
+      metadata: null,
     };
     const moved = await this.#move(
       conversationId,

@@ -265,7 +265,7 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
     channelId: channel.id,
     isNew: options.conversationId === undefined,
   };
-  const base = { flow, channel, runId, conversation, payload: options.payload ?? "hello", estimateTokens };
+  const base = { flow, channel, runId, conversation, payload: options.payload ?? "hello", estimateTokens, messageMetadata: null };
   const arrivedMs = Date.now();
   const ticket = await ticketOf(storage, claimOf(base, arrivedMs, lifecycle.leaseMs));
   const abort = followSignal(options.signal);
@@ -743,7 +743,10 @@ describe("driveRun: taking turns", () => {
     const conversation: RunConversation = { id: randomUUID(), tenantId: channel.tenantId, channelId: channel.id, isNew: true };
     const staleId = randomUUID();
     const nowMs = Date.now();
-    await ticketOf(storage, claimOf({ flow: gated, channel, runId: staleId, conversation, payload: "stale", estimateTokens }, nowMs, 60));
+    await ticketOf(
+      storage,
+      claimOf({ flow: gated, channel, runId: staleId, conversation, payload: "stale", estimateTokens, messageMetadata: null }, nowMs, 60),
+    );
     const started = Date.now();
     const next = await begin(readOnly, { conversationId: conversation.id, lifecycle: instance });
     expect(next.ticket.claimed).toBeNull();

@@ -63,6 +63,8 @@ interface RunInput {
   trigger: FlowTrigger;
   /** Absent when the request sent none: the flow's `{}` is then made only if read. */
   metadata: Record<string, unknown> | undefined;
+  /** Kept with the run's user message. */
+  messageMetadata: Record<string, unknown> | null;
   /** Stops the run: it is then stored `cancelled`, with what was produced so far. */
   abort: RunAbort;
   storage: Storage;
@@ -104,7 +106,7 @@ async function complete(input: RunInput, completion: CompleteRunInput, outcome: 
  * and its lease.
  */
 export function claimOf(
-  input: Pick<RunInput, "flow" | "channel" | "runId" | "conversation" | "payload" | "estimateTokens">,
+  input: Pick<RunInput, "flow" | "channel" | "runId" | "conversation" | "payload" | "estimateTokens" | "messageMetadata">,
   nowMs: number,
   leaseMs: number,
 ): BeginRunInput & { claimUntil: string } {
@@ -124,7 +126,7 @@ export function claimOf(
     completedAt: now,
     durationMs: 0,
   };
-  const userMessage = userMessageOf(input.runId, input.payload, now, input.estimateTokens);
+  const userMessage = userMessageOf(input, now);
   const leaseUntil = isoTimestamp(nowMs + leaseMs);
   return { conversation: input.conversation, run, userMessage, now, leaseUntil, claimUntil: isoTimestamp(nowMs + Math.min(leaseMs, TURN_CLAIM_MS)) };
 }
@@ -587,7 +589,7 @@ async function giveUpTurn(input: RunInput, ticket: number, transcript: Transcrip
       ticket,
       claimed: false,
       // A refused run's client sends its message again: storing it now would store it twice.
-      messages: refused === null ? [userMessageOf(input.runId, input.payload, now, input.estimateTokens)] : [],
+      messages: refused === null ? [userMessageOf(input, now)] : [],
       claimUntil: isoTimestamp(nowMs + input.lifecycle.claimMs),
     },
     outcome,
@@ -633,8 +635,10 @@ const BUSY_RETRY_AFTER = "5";
 const NO_EVENTS: AsyncIterator<FlowEvent, unknown> = { next: async () => ({ done: true, value: null }) };
 
 /** The run's user message, as stored when it claims its turn. */
-function userMessageOf(runId: string, payload: string, timestamp: string, estimateTokens: TokenEstimator): NewMessage {
-  return agentMessage(runId, "user", payload, timestamp, estimateTokens(payload), null, null);
+function userMessageOf(input: Pick<RunInput, "runId" | "payload" | "estimateTokens" | "messageMetadata">, timestamp: string): NewMessage {
+  const message = agentMessage(input.runId, "user", input.payload, timestamp, input.estimateTokens(input.payload), null, null);
+  message.metadata = input.messageMetadata;
+  return message;
 }
 
 /** The conversation's most recent messages before this run's own user message, oldest first. */

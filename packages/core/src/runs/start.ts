@@ -33,6 +33,11 @@ export interface StartRunInput {
   /** Free contextual data of the request, which the flow reads as `ctx.metadata` (`{}` when absent). */
   metadata?: Record<string, unknown>;
   /**
+   * Data kept with the run's user message and shown with it in history as `metadata`: the
+   * channel's own ids of the message (a chat platform's user, message and thread ids).
+   */
+  messageMetadata?: Record<string, unknown>;
+  /**
    * The request the run answers: its client going away aborts the run. Null for a run that
    * goes on without its client (a channel with resumable streams).
    */
@@ -90,7 +95,15 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
     isNew: input.conversation === null,
     language: input.language ?? null,
   };
-  const base = { flow: input.flow.flow, channel, runId, conversation, payload: input.payload, estimateTokens: ctx.estimateTokens };
+  const base = {
+    flow: input.flow.flow,
+    channel,
+    runId,
+    conversation,
+    payload: input.payload,
+    estimateTokens: ctx.estimateTokens,
+    messageMetadata: input.messageMetadata ?? null,
+  };
   const arrivedMs = Date.now();
   const claim = claimOf(base, arrivedMs, runs.leaseMs);
   if (input.recorded) claim.stream = { aliveUntil: claim.leaseUntil };
@@ -125,6 +138,7 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
       claimedAtMs: arrivedMs,
       stream: claim.stream,
       metadata: input.metadata,
+      messageMetadata: base.messageMetadata,
       abort,
       storage: ctx.storage,
       lifecycle: runs,

@@ -240,6 +240,7 @@ describe("Transcript: messages", () => {
       toolCallId: null,
       livechatMessageId: null,
       sender: null,
+      metadata: null,
     });
     // A message made by hand is not among the produced ones.
     expect(t.produced).toEqual([]);

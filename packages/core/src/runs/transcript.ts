@@ -54,6 +54,7 @@ export function agentMessage(
     toolCallId: null,
     livechatMessageId: null,
     sender: null,
+    metadata: null,
   };
 }
 

@@ -63,8 +63,9 @@ interface ConversationRow extends Omit<ConversationRecord, "flowState"> {
   leaseUntil: string | null;
 }
 
-interface MessageRow extends Omit<MessageRecord, "toolCalls"> {
+interface MessageRow extends Omit<MessageRecord, "toolCalls" | "metadata"> {
   toolCalls: string | null;
+  metadata: string | null;
 }
 
 interface AuditRow extends Omit<AuditEventRecord, "changes"> {
@@ -777,11 +778,12 @@ function messageToRow(conversationId: string, turnIndex: number, message: NewMes
     toolCallId: message.toolCallId,
     livechatMessageId: message.livechatMessageId,
     sender: message.sender,
+    metadata: message.metadata === null ? null : JSON.stringify(message.metadata),
   };
 }
 
 function rowToMessage(row: MessageRow): MessageRecord {
-  return { ...row, toolCalls: fromJson(row.toolCalls, null) };
+  return { ...row, toolCalls: fromJson(row.toolCalls, null), metadata: fromJson(row.metadata, null) };
 }
 
 function runToRow(run: RunRecord, ticket: number | null): RunRow {

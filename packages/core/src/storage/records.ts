@@ -21,6 +21,7 @@ export function storedMessage(conversationId: string, turnIndex: number, message
     toolCallId: message.toolCallId,
     livechatMessageId: message.livechatMessageId,
     sender: message.sender,
+    metadata: message.metadata,
   };
 }
 

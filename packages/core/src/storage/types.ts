@@ -146,6 +146,11 @@ export interface MessageRecord {
   toolCallId: string | null;
   livechatMessageId: string | null;
   sender: string | null;
+  /**
+   * Free data kept with the message, or null: a channel's own ids of it (a chat platform's
+   * user, message and thread ids on the user's message). Shown in history as `metadata`.
+   */
+  metadata: Record<string, unknown> | null;
 }
 
 /** A message to append; the storage assigns its `turnIndex`. */
