@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,6 +8,9 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SlackStandIn, STANDIN_BOT } from "../packages/chat/src/slack-standin.js";
+import { TelegramStandIn } from "../packages/chat/src/telegram-standin.js";
+import { ensureBuilt } from "../packages/cli/src/test-process.js";
 import { type Binary, describeWithRuntime, runtimeBinary } from "../test/runtimes/binaries.js";
 
 /*
@@ -255,6 +259,149 @@ describe("examples/ai-agent", () => {
     expect(handedOver.status, JSON.stringify(handedOver)).toBe("pending");
     expect(handedOver.output.metadata).toMatchObject({ execution_order: ["llm", "handover", "livechat"], livechat_mode: "livechat_waiting" });
     expect(handedOver.output.messages.at(-1).content).toBe("A person from our support team will take it from here.");
+  });
+});
+
+/** A private-chat text message from Telegram user `chatId`, as Telegram delivers it. */
+function telegramUpdate(updateId: number, chatId: number, text: string) {
+  return {
+    update_id: updateId,
+    message: {
+      message_id: updateId,
+      from: { id: chatId, is_bot: false, first_name: "Ada", username: `ada${chatId}` },
+      chat: { id: chatId, type: "private", first_name: "Ada" },
+      date: Math.floor(Date.now() / 1000),
+      text,
+    },
+  };
+}
+
+/** A direct message to the bot from Slack user `user` in `channel`, as the Events API delivers it (message.im). */
+function slackDirectMessage(eventId: string, channel: string, user: string, text: string) {
+  const ts = `${Math.floor(Date.now() / 1000)}.${eventId.slice(-6)}`;
+  return {
+    token: "unused-verification-token",
+    team_id: STANDIN_BOT.teamId,
+    api_app_id: "A0000001",
+    event: { type: "message", channel, channel_type: "im", user, text, ts, event_ts: ts, team: STANDIN_BOT.teamId },
+    type: "event_callback",
+    event_id: eventId,
+    event_time: Math.floor(Date.now() / 1000),
+    authorizations: [{ enterprise_id: null, team_id: STANDIN_BOT.teamId, user_id: STANDIN_BOT.userId, is_bot: true, is_enterprise_install: false }],
+    is_ext_shared_channel: false,
+  };
+}
+
+/** A request to `url` as Slack sends it: the body signed with the app's signing secret (v0, `X-Slack-Signature`). */
+function toSlack(url: string, body: unknown, secret: string): Promise<Response> {
+  const raw = JSON.stringify(body);
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  const signature = `v0=${createHmac("sha256", secret).update(`v0:${timestamp}:${raw}`).digest("hex")}`;
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-slack-request-timestamp": timestamp, "x-slack-signature": signature },
+    body: raw,
+  });
+}
+
+/*
+ * examples/chat-bots as its README runs it, on stand-ins of Telegram's Bot API and Slack's Web
+ * API (the variables TELEGRAM_API_URL and SLACK_API_URL): deliveries signed as the platforms
+ * sign them, to the webhook URLs the example prints.
+ */
+describe("examples/chat-bots", () => {
+  const TELEGRAM = { TELEGRAM_BOT_TOKEN: "123456:example-bot", TELEGRAM_SECRET_TOKEN: "example-secret_0123" };
+  const SLACK = { SLACK_BOT_TOKEN: "xoxb-1111-2222-example", SLACK_SIGNING_SECRET: "c4ca4238a0b923820dcc509a6f75849b" };
+  const telegram = new TelegramStandIn();
+  const slack = new SlackStandIn();
+  let dir = "";
+  let server: Started | undefined;
+  beforeAll(async () => {
+    // The example imports the packages' dist: built here when a source is newer.
+    await ensureBuilt();
+    dir = await mkdtemp(join(tmpdir(), "channelkit-chat-bots-"));
+    await Promise.all([telegram.start(), slack.start()]);
+  }, 180_000);
+  afterAll(async () => {
+    await server?.stop();
+    await Promise.all([telegram.close(), slack.close()]);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Starts the example on `db` with the platforms' variables, their APIs at the stand-ins; returns the webhook URLs it printed. */
+  async function startBots(db: string) {
+    await server?.stop();
+    server = await start("chat-bots", db, { ...TELEGRAM, ...SLACK, TELEGRAM_API_URL: telegram.url, SLACK_API_URL: slack.apiUrl, PUBLIC_URL: undefined });
+    const output = server.output();
+    const webhook = (name: string) => output.match(new RegExp(`^${name} \\(channel [\\w-]+\\): \\w+ webhook (\\S+)$`, "m"))?.[1];
+    return { url: server.url, output, telegram: webhook("Telegram bot"), slack: webhook("Slack bot") };
+  }
+
+  it("answers Telegram and Slack at the webhook URLs it prints, each chat counted as its own conversation from its history; started again, keeps its channels", async () => {
+    const db = join(dir, "bots.db");
+    const bots = await startBots(db);
+    for (const url of [bots.telegram, bots.slack]) expect(url, bots.output).toMatch(new RegExp(`^${bots.url}/channels/chat/[\\w-]+$`));
+    expect(bots.telegram).not.toBe(bots.slack);
+    // What to do with them: Telegram's setWebhook with the secret token, Slack's Request URL.
+    expect(bots.output).toContain(
+      `curl -s "${telegram.url}/bot$TELEGRAM_BOT_TOKEN/setWebhook" -d "url=${bots.telegram}" -d "secret_token=$TELEGRAM_SECRET_TOKEN"`,
+    );
+    expect(bots.output).toContain(`give it as the Request URL:\n  ${bots.slack}\n`);
+
+    const toTelegram = (url: string, body: unknown, secret = TELEGRAM.TELEGRAM_SECRET_TOKEN) =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
+        body: JSON.stringify(body),
+      }).then((response) => response.status);
+    // What the user reads once the reply is written (it is posted, then edited as the flow writes).
+    const reads = (chatId: number, expected: string[]) =>
+      telegram.waitFor(() => JSON.stringify(telegram.textOf(chatId)) === JSON.stringify(expected), `chat ${chatId} to read ${JSON.stringify(expected)}`);
+    const slackReads = (channel: string, expected: string[]) =>
+      slack.waitFor(() => JSON.stringify(slack.textOf(channel)) === JSON.stringify(expected), `${channel} to read ${JSON.stringify(expected)}`);
+
+    const telegramUrl = bots.telegram as string;
+    expect(await toTelegram(telegramUrl, telegramUpdate(1, 601, "hello"))).toBe(200);
+    await reads(601, ["olleh\nMessage 1 on telegram."]);
+    expect(await toTelegram(telegramUrl, telegramUpdate(2, 601, "again"))).toBe(200);
+    await reads(601, ["olleh\nMessage 1 on telegram.", "niaga\nMessage 2 on telegram. Before it you said: hello"]);
+    expect(await toTelegram(telegramUrl, telegramUpdate(3, 602, "stressed"))).toBe(200);
+    await reads(602, ["desserts\nMessage 1 on telegram."]);
+    expect(telegram.calls.every((call) => call.token === TELEGRAM.TELEGRAM_BOT_TOKEN)).toBe(true);
+    // An update without the secret token runs nothing.
+    expect(await toTelegram(telegramUrl, telegramUpdate(4, 603, "forged"), "another")).toBe(401);
+
+    // Slack checks the Request URL first, then delivers events, each signed with the signing secret.
+    const slackUrl = bots.slack as string;
+    const challenge = await toSlack(
+      slackUrl,
+      { token: "unused-verification-token", challenge: "3eZbrw1aBm2rZgRN", type: "url_verification" },
+      SLACK.SLACK_SIGNING_SECRET,
+    );
+    expect(challenge.status).toBe(200);
+    expect(await challenge.json()).toEqual({ challenge: "3eZbrw1aBm2rZgRN" });
+    expect((await toSlack(slackUrl, slackDirectMessage("Ev00000001", "D0000701", "U0000701", "hello"), SLACK.SLACK_SIGNING_SECRET)).status).toBe(200);
+    await slackReads("D0000701", ["olleh\nMessage 1 on slack."]);
+    expect((await toSlack(slackUrl, slackDirectMessage("Ev00000002", "D0000701", "U0000701", "drawer"), SLACK.SLACK_SIGNING_SECRET)).status).toBe(200);
+    await slackReads("D0000701", ["olleh\nMessage 1 on slack.", "reward\nMessage 2 on slack. Before it you said: hello"]);
+    expect(slack.calls.every((call) => call.token === SLACK.SLACK_BOT_TOKEN)).toBe(true);
+    // A delivery signed with another secret runs nothing.
+    expect((await toSlack(slackUrl, slackDirectMessage("Ev00000003", "D0000702", "U0000702", "forged"), "another-secret")).status).toBe(401);
+
+    // Started again on its database, it keeps its channels: the same webhook URLs, the same conversations.
+    const again = await startBots(db);
+    expect([again.telegram, again.slack]).toEqual([bots.telegram, bots.slack].map((url) => url?.replace(bots.url, again.url)));
+    expect(await toTelegram(again.telegram as string, telegramUpdate(5, 602, "live"))).toBe(200);
+    await reads(602, ["desserts\nMessage 1 on telegram.", "evil\nMessage 2 on telegram. Before it you said: stressed"]);
+    expect((await toSlack(again.slack as string, slackDirectMessage("Ev00000004", "D0000701", "U0000701", "stop"), SLACK.SLACK_SIGNING_SECRET)).status).toBe(
+      200,
+    );
+    await slackReads("D0000701", [
+      "olleh\nMessage 1 on slack.",
+      "reward\nMessage 2 on slack. Before it you said: hello",
+      "pots\nMessage 3 on slack. Before it you said: drawer",
+    ]);
+    expect([telegram.textOf(603), slack.textOf("D0000702")]).toEqual([[], []]);
   });
 });
 
