@@ -1,4 +1,5 @@
 import { discord } from "./discord.js";
+import { googleChat } from "./gchat.js";
 import type { ChatPlatform } from "./platform.js";
 import { slack } from "./slack.js";
 import { teams } from "./teams.js";
@@ -6,6 +7,7 @@ import { telegram } from "./telegram.js";
 import { whatsApp } from "./whatsapp.js";
 
 export { discord } from "./discord.js";
+export { googleChat } from "./gchat.js";
 export { type ChatPlatform, chatLogger } from "./platform.js";
 export { slack } from "./slack.js";
 export { teams } from "./teams.js";
@@ -19,4 +21,5 @@ export const PLATFORMS: readonly ChatPlatform[] = [
   teams as unknown as ChatPlatform,
   slack as unknown as ChatPlatform,
   discord as unknown as ChatPlatform,
+  googleChat as unknown as ChatPlatform,
 ];
