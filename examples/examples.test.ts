@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
+import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -403,6 +404,43 @@ describe("examples/chat-bots", () => {
     ]);
     expect([telegram.textOf(603), slack.textOf("D0000702")]).toEqual([[], []]);
   });
+
+  it("lets you chat with its Telegram bot from a terminal (npm run try): each line typed is delivered, the bot's replies printed", async () => {
+    const script = (JSON.parse(await readFile(join(ROOT, "examples/chat-bots/package.json"), "utf8")) as { scripts: { try: string } }).scripts.try;
+    const [, file] = script.split(" ");
+    const child = spawn(process.execPath, [file as string], { cwd: join(ROOT, "examples/chat-bots"), stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    const printed = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`npm run try did not print ${JSON.stringify(text)}:\n${output}`)), 30_000);
+        const check = () => {
+          if (!output.includes(text)) return;
+          clearTimeout(timer);
+          child.stdout.off("data", check);
+          resolve();
+        };
+        child.stdout.on("data", check);
+        check();
+      });
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    try {
+      await printed("Type a message");
+      child.stdin.write("hello\n");
+      await printed("bot: olleh\n     Message 1 on telegram.");
+      child.stdin.write("again\n");
+      await printed("bot: niaga\n     Message 2 on telegram. Before it you said: hello");
+      child.stdin.end();
+      const [code] = (await once(child, "exit")) as [number | null];
+      expect(code, output).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 60_000);
 });
 
 /** The command line of a runtime example's README (`PORT=3000 <command> ...`), split; and the binary it runs. */

@@ -215,7 +215,7 @@ describe("the packed packages, installed in a new app", () => {
       demo: ["echo", "fail", "ask", "handover", "slow"],
       adapter: "function",
       frameworks: ["function", "function", "function"],
-      chatTypes: ["telegram", "whatsapp"],
+      chatTypes: ["slack", "teams", "telegram", "whatsapp", "discord", "gchat"],
       missing: "channelkit: postgres() needs the pg package: npm install pg",
     });
   });

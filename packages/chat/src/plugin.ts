@@ -47,7 +47,7 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
           operationId: "chatWebhook",
           summary: "A chat platform's delivery",
           description:
-            "The platform of a chat channel delivers its events here, signed as the platform does it (Telegram: `X-Telegram-Bot-Api-Secret-Token`; WhatsApp: `X-Hub-Signature-256`); the Chat SDK's adapter checks the signature (401 when it is wrong) and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying. A delivery whose message cannot be run (the channel's flow is not registered on this instance, the store fails) answers 503 and is not kept as received: the platform's retry runs it.",
+            "The platform of a chat channel delivers its events here, signed as the platform does it (Slack: `X-Slack-Signature` v0 with `X-Slack-Request-Timestamp`; Teams: the Bot Framework's bearer token; Telegram: `X-Telegram-Bot-Api-Secret-Token`; WhatsApp: `X-Hub-Signature-256`; Discord: `X-Signature-Ed25519` for interactions, `X-Discord-Gateway-Token` for Gateway events forwarded by the host; Google Chat: Google's bearer token); the Chat SDK's adapter checks it (401 when it is wrong) and answers as the platform expects. A channel that is inactive or archived answers 200 and runs nothing, so that the platform stops retrying. A delivery whose message cannot be run (the channel's flow is not registered on this instance, the store fails) answers 503 and is not kept as received: the platform's retry runs it.",
           tag,
           parameters,
           responses: { 200: { description: "The delivery was taken (its messages are answered in the thread)." } },

@@ -16,10 +16,10 @@ export { whatsApp } from "./whatsapp.js";
 
 /** The platforms `chatChannels()` serves by default. */
 export const PLATFORMS: readonly ChatPlatform[] = [
+  slack as unknown as ChatPlatform,
+  teams as unknown as ChatPlatform,
   telegram as unknown as ChatPlatform,
   whatsApp as unknown as ChatPlatform,
-  teams as unknown as ChatPlatform,
-  slack as unknown as ChatPlatform,
   discord as unknown as ChatPlatform,
   googleChat as unknown as ChatPlatform,
 ];
