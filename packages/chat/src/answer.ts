@@ -1,6 +1,7 @@
 import { channelFlow, type RunFlowInput, type RunOutcome, ServiceError, type ServiceContext, type StartedRun } from "@channelkit/core";
-import type { Author, Message, Thread } from "chat";
+import type { Author, Message, SentMessage, Thread } from "chat";
 import { currentClaims } from "./claims.js";
+import type { ChatPlatform } from "./platforms/platform.js";
 import { offerSuggestions } from "./suggestions.js";
 
 /** What a run answers: a platform message, or a suggestion's button pressed (its label as the text). */
@@ -23,12 +24,12 @@ export const FAILED_REPLY = "Sorry, something went wrong. Please try again.";
  * platform then, so that the order of the platform's deliveries is the order of the runs.
  * The reply goes on after it, and `service.close()` waits for it.
  */
-export async function answer(ctx: ServiceContext, channelId: string, platform: string, thread: Thread, message: Incoming): Promise<void> {
+export async function answer(ctx: ServiceContext, channelId: string, platform: ChatPlatform, thread: Thread, message: Incoming): Promise<void> {
   // Read again: the channel's flow or state may have changed since its bot was made.
   const channel = await ctx.storage.findChannel(channelId);
   if (!channel || channel.state !== "active") return;
   const ids = {
-    platform,
+    platform: platform.name,
     platform_thread_id: thread.id,
     platform_message_id: message.id,
     platform_user_id: message.author.userId,
@@ -46,9 +47,9 @@ export async function answer(ctx: ServiceContext, channelId: string, platform: s
     live: true,
   };
   const run = await ctx.runs.start(input);
-  currentClaims()?.answered(platform, message.id);
+  currentClaims()?.answered(platform.name, message.id);
   const release = ctx.runs.hold();
-  void reply(ctx, input, thread, run)
+  void reply(ctx, input, thread, run, platform.messageLimit)
     .catch((error: unknown) => ctx.logger.error(`channelkit chat: the reply to message ${message.id} (channel ${channelId}) could not be posted`, error))
     .finally(release);
 }
@@ -59,11 +60,11 @@ export async function answer(ctx: ServiceContext, channelId: string, platform: s
  * send it again; the platform was already answered, so the message takes a new turn here
  * instead of being lost.
  */
-async function reply(ctx: ServiceContext, input: RunFlowInput, thread: Thread, started: StartedRun): Promise<void> {
+async function reply(ctx: ServiceContext, input: RunFlowInput, thread: Thread, started: StartedRun, limit: number): Promise<void> {
   let run = started;
   for (;;) {
     try {
-      return await post(ctx, input.channel.id, thread, run);
+      return await post(ctx, input.channel.id, thread, run, limit);
     } catch (error) {
       if (!(error instanceof ServiceError && error.code === "conversation_busy")) throw error;
       ctx.logger.warn(`channelkit chat: run ${run.runId} (channel ${input.channel.id}) waited too long for its turn; its message takes a new one`);
@@ -72,10 +73,12 @@ async function reply(ctx: ServiceContext, input: RunFlowInput, thread: Thread, s
   }
 }
 
-async function post(ctx: ServiceContext, channelId: string, thread: Thread, run: StartedRun): Promise<void> {
+async function post(ctx: ServiceContext, channelId: string, thread: Thread, run: StartedRun, limit: number): Promise<void> {
   const reply = new ReplyText(run);
-  // Nothing is posted for a run that wrote nothing (a flow that only handed over).
-  const sent = (await reply.hasText()) ? await thread.post(reply.text()) : null;
+  // Nothing is posted for a run that wrote nothing (a flow that only handed over); a reply
+  // longer than the platform's messages is posted as several.
+  let sent: SentMessage | null = null;
+  while (await reply.hasText()) sent = await thread.post(reply.text(limit));
   const outcome = await reply.outcome();
   if (outcome.status === "error") {
     ctx.logger.error(`channelkit chat: run ${run.runId} of channel ${channelId} failed: ${outcome.error ?? "unknown error"}`);
@@ -103,25 +106,43 @@ class ReplyText {
   #outcome: RunOutcome | undefined;
   #parts = 0;
   wrote = false;
-  /** The text handed to the platform so far. */
+  /** The text of the message being posted, or last posted. */
   posted = "";
 
   constructor(run: StartedRun) {
     this.#run = run;
   }
 
-  /** Pulls the run until its first text, or its end. */
+  /** Pulls the run until the next message's text (blank space between messages skipped), or its end. */
   async hasText(): Promise<boolean> {
-    while (this.#pending.length === 0 && this.#outcome === undefined) await this.#pull();
-    return this.#pending.length > 0;
+    for (;;) {
+      while (this.#pending.length > 0 && (this.#pending[0] as string).trim() === "") this.#pending.shift();
+      if (this.#pending.length > 0) return true;
+      if (this.#outcome !== undefined) return false;
+      await this.#pull();
+    }
   }
 
-  async *text(): AsyncIterable<string> {
+  /**
+   * The text of one message, at most `limit` characters: it ends before a piece that would
+   * pass the limit (a piece longer than it is cut), which the next message starts with.
+   */
+  async *text(limit: number): AsyncIterable<string> {
+    this.posted = "";
     for (;;) {
       while (this.#pending.length > 0) {
-        const piece = this.#pending.shift() as string;
+        const room = limit - this.posted.length;
+        let piece = this.#pending[0] as string;
+        if (piece.length > room) {
+          if (this.posted !== "" && piece.length <= limit) return;
+          this.#pending[0] = piece.slice(room);
+          piece = piece.slice(0, room);
+        } else {
+          this.#pending.shift();
+        }
         this.posted += piece;
         yield piece;
+        if (this.posted.length >= limit) return;
       }
       if (this.#outcome !== undefined) return;
       await this.#pull();

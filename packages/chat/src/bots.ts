@@ -64,7 +64,7 @@ export class Bots {
       dedupeTtlMs: DEDUPE_TTL_MS,
       logger,
     });
-    const handle = (thread: Thread, message: Incoming) => answer(ctx, channel.id, platform.name, thread, message);
+    const handle = (thread: Thread, message: Incoming) => answer(ctx, channel.id, platform, thread, message);
     chat.onDirectMessage(handle);
     chat.onSubscribedMessage(handle);
     chat.onNewMention(async (thread, message) => {

@@ -27,6 +27,18 @@ const menu = defineFlow({
   },
 });
 
+/** 900 words of 10 characters: 9,000 characters, more than two of Telegram's messages hold. */
+const LONG = Array.from({ length: 900 }, (_, i) => `word${String(i).padStart(5, "0")} `).join("");
+
+const long = defineFlow({
+  name: "long",
+  version: "1",
+  async *run() {
+    for (const word of LONG.split(/(?<= )/)) yield text(word);
+    return null;
+  },
+});
+
 interface Keyboard {
   inline_keyboard: { text: string; callback_data: string }[][];
 }
@@ -39,7 +51,7 @@ function suggestionsSuite(name: string, makeDatabase: () => Promise<TestDatabase
 
     beforeAll(async () => {
       await bot.start();
-      await instances.start(await makeDatabase(), "6e".repeat(32), () => ({ flows: [...demoFlows, menu] }));
+      await instances.start(await makeDatabase(), "6e".repeat(32), () => ({ flows: [...demoFlows, menu, long] }));
       channelId = (
         await instances.admin.createChannel({
           tenantId: instances.tenantId,
@@ -61,6 +73,40 @@ function suggestionsSuite(name: string, makeDatabase: () => Promise<TestDatabase
         headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
         body: JSON.stringify(body),
       });
+
+    it("posts a reply longer than a Telegram message as several messages, none cut; history keeps it whole", async () => {
+      const longChannel = (
+        await instances.admin.createChannel({
+          tenantId: instances.tenantId,
+          flow: "long",
+          type: "telegram",
+          settings: { bot_token: "78:long", secret_token: SECRET_TOKEN, api_url: bot.url },
+        })
+      ).channel.id;
+      const chatId = 1202;
+      const update = {
+        update_id: 1,
+        message: {
+          message_id: 1,
+          from: { id: chatId, is_bot: false, first_name: "Ada" },
+          chat: { id: chatId, type: "private" },
+          date: 1_700_000_000,
+          text: "tell me everything",
+        },
+      };
+      const delivered = await fetch(instances.webhookUrl(longChannel, 1), {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET_TOKEN },
+        body: JSON.stringify(update),
+      });
+      expect(delivered.status).toBe(200);
+      // Each message ends between two words (the platform trims its trailing space).
+      await bot.waitFor(() => bot.textOf(chatId).join(" ") === LONG.trimEnd(), "the whole reply, in messages");
+      const messages = bot.textOf(chatId);
+      expect(messages.length).toBe(3);
+      for (const message of messages) expect(message.length).toBeLessThanOrEqual(4000);
+      expect(await instances.history(longChannel, `telegram:${chatId}`)).toEqual(["user: tell me everything", `assistant: ${LONG}`]);
+    });
 
     it("puts the suggestions on the reply as buttons; a button pressed runs the flow with its suggestion", async () => {
       const chatId = 1201;

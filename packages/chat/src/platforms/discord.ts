@@ -59,6 +59,8 @@ class ChannelDiscordAdapter extends DiscordAdapter {
  */
 export const discord: ChatPlatform<typeof discordSettings> = {
   name: "discord",
+  // Discord's 2,000 characters, with room for the markup.
+  messageLimit: 1900,
   channelType: defineChannelType({
     name: "discord",
     description:

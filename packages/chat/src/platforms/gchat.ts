@@ -51,6 +51,8 @@ const googleChatSettings = z.object({
  */
 export const googleChat: ChatPlatform<typeof googleChatSettings> = {
   name: "gchat",
+  // Google Chat's 4,096 characters.
+  messageLimit: 4000,
   channelType: defineChannelType({
     name: "gchat",
     description:

@@ -11,6 +11,8 @@ import type { z } from "zod";
 export interface ChatPlatform<Settings extends z.ZodObject = z.ZodObject> {
   /** The adapter's name in the Chat SDK (`telegram`), which is also the channel type's. */
   name: string;
+  /** The longest message posted, in characters: a longer reply is posted as several messages, none cut. */
+  messageLimit: number;
   channelType: ReturnType<typeof defineChannelType<Settings>>;
   adapter(settings: z.infer<Settings>, logger: ChatLogger): Adapter;
 }

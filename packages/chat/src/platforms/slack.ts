@@ -109,6 +109,8 @@ class ChannelSlackAdapter extends SlackAdapter {
  */
 export const slack: ChatPlatform<typeof slackSettings> = {
   name: "slack",
+  // Slack's advice (it truncates at 40,000, and a section block holds 3,000).
+  messageLimit: 4000,
   channelType: defineChannelType({
     name: "slack",
     description:

@@ -33,6 +33,8 @@ const teamsSettings = z.object({
  */
 export const teams: ChatPlatform<typeof teamsSettings> = {
   name: "teams",
+  // Teams' 28 KB per message, with room for the card.
+  messageLimit: 10000,
   channelType: defineChannelType({
     name: "teams",
     description:

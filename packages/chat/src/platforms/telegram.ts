@@ -17,6 +17,8 @@ const telegramSettings = z.object({
 /** Telegram: private chats, groups and topics, through `@chat-adapter/telegram` in webhook mode. */
 export const telegram: ChatPlatform<typeof telegramSettings> = {
   name: "telegram",
+  // Telegram's 4,096 characters, with room for the markup.
+  messageLimit: 4000,
   channelType: defineChannelType({
     name: "telegram",
     description: "A Telegram bot: its updates arrive at POST /channels/chat/{channel_id}, each chat is a conversation.",

@@ -20,6 +20,8 @@ const whatsAppSettings = z.object({
 /** WhatsApp: one conversation per user of the business number, through `@chat-adapter/whatsapp` (Cloud API). */
 export const whatsApp: ChatPlatform<typeof whatsAppSettings> = {
   name: "whatsapp",
+  // WhatsApp's 4,096 characters.
+  messageLimit: 4000,
   channelType: defineChannelType({
     name: "whatsapp",
     description:
