@@ -33,6 +33,10 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
     // Creating a channel answers the address to give its platform; its key reads its conversations' history.
     channelTypes: platforms.map((platform) => ({ ...platform.channelType, endpoint: "/channels/chat/{channel_id}", history: true })),
     errorCodes: {
+      delivery_not_verified: {
+        status: 401,
+        message: "The delivery is not signed as the channel's platform signs it, with the channel's secret: nothing was run or stored.",
+      },
       delivery_failed: {
         status: 503,
         message: "A message of this delivery could not be run, and the delivery was not kept as received: the platform sends it again, and it runs then.",
@@ -56,6 +60,7 @@ export function chatChannels(options: ChatChannelsOptions = {}): ChannelPlugin {
             "channel_settings_unavailable",
             "payload_too_large",
             "rate_limited",
+            "delivery_not_verified",
             "delivery_failed",
             "conversation_busy",
             "service_draining",
@@ -115,6 +120,11 @@ async function deliver(ctx: ServiceContext, bots: Bots, request: IncomingRequest
   const tasks: Promise<unknown>[] = [];
   const claims = new DeliveryClaims();
   const answered = await claims.run(() => webhook(delivery, { waitUntil: (task: Promise<unknown>) => void tasks.push(task), propagateHandlerErrors: true }));
+  if (answered.status === 401) {
+    // Counted as a failed authentication (rate-limited past the limit), and said once in the log.
+    ctx.logger.warn(`channelkit chat: a delivery to ${platform.name} channel ${channel.id} was refused: it is not signed with the channel's secret`);
+    throw await ctx.limits.failedAuthentication(request, new ServiceError("delivery_not_verified"));
+  }
   const failures = (await Promise.allSettled(tasks)).flatMap((settled) => (settled.status === "rejected" ? [settled.reason as unknown] : []));
   if (failures.length === 0) return answered;
   for (const failure of failures) ctx.logger.error(`channelkit chat: a message delivered to channel ${channel.id} could not be run`, failure);

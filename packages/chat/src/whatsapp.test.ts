@@ -86,12 +86,13 @@ function delivery(messageId: string, waId: string, text: string) {
 function whatsAppSuite(name: string, makeDatabase: () => Promise<TestDatabase>) {
   describe(name, () => {
     const graph = new GraphStandIn();
+    const warnings: string[] = [];
     const instances = new TwoInstances();
     let channelId: string;
 
     beforeAll(async () => {
       await graph.start();
-      await instances.start(await makeDatabase(), SECRET_KEY);
+      await instances.start(await makeDatabase(), SECRET_KEY, () => ({ logger: { warn: (message: string) => void warnings.push(message), error() {} } }));
       const created = await instances.admin.createChannel({
         tenantId: instances.tenantId,
         flow: "echo",
@@ -140,8 +141,14 @@ function whatsAppSuite(name: string, makeDatabase: () => Promise<TestDatabase>) 
       ]);
     });
 
-    it("refuses a delivery not signed with the app secret: 401, nothing runs", async () => {
-      expect((await post(delivery("wamid.forged", "15551230002", "forged"), { secret: "not-the-secret" })).status).toBe(401);
+    it("refuses a delivery not signed with the app secret: 401, said once in the log, nothing runs", async () => {
+      warnings.length = 0;
+      const refused = await post(delivery("wamid.forged", "15551230002", "forged"), { secret: "not-the-secret" });
+      expect(refused.status).toBe(401);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("delivery_not_verified");
+      expect(warnings.filter((warning) => warning.includes(channelId))).toEqual([
+        `channelkit chat: a delivery to whatsapp channel ${channelId} was refused: it is not signed with the channel's secret`,
+      ]);
       expect(await instances.history(channelId, `whatsapp:${PHONE_NUMBER_ID}:15551230002`)).toEqual([]);
       expect(graph.textsTo("15551230002")).toEqual([]);
     });
