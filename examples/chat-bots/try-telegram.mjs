@@ -22,7 +22,9 @@ const CHAT_ID = 1;
 let nextMessageId = 1;
 const api = createServer((request, response) => {
   let body = "";
-  request.on("data", (chunk) => (body += chunk));
+  request.on("data", (chunk) => {
+    body += chunk;
+  });
   request.on("end", () => {
     const method = /\/bot[^/]+\/(\w+)/.exec(request.url ?? "")?.[1];
     const call = body === "" ? {} : JSON.parse(body);
