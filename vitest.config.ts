@@ -22,6 +22,7 @@ export default defineConfig({
       "@channelkit/ai": src("ai"),
       "@channelkit/client": src("client"),
       "@channelkit/chat": src("chat"),
+      "@channelkit/protocols": src("protocols"),
       "@channelkit/widget/plugin": src("widget", "plugin"),
       "@channelkit/widget": src("widget"),
       "@channelkit/testkit/storage": src("testkit", "storage"),

@@ -1,0 +1,2 @@
+/** Agent protocols as channels: MCP, A2A and AG-UI. */
+export {};
