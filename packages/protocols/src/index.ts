@@ -1,2 +1,2 @@
 /** Agent protocols as channels: MCP, A2A and AG-UI. */
-export {};
+export { AGUI_CHANNEL_TYPE, AGUI_PATH, aguiChannels, aguiChannelType } from "./agui/index.js";

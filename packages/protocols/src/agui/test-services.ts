@@ -1,0 +1,79 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ChannelService, createChannelService, externalConversationId } from "@channelkit/core";
+import { demoFlows } from "@channelkit/core/demo";
+import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
+import { type RunningServer, serve } from "@channelkit/node";
+import { createTestDatabase } from "@channelkit/testkit";
+import { aguiChannels } from "./index.js";
+
+/** A database the tests open twice, and how to remove it. */
+export interface TestDatabase {
+  open(): KyselyStorage;
+  dispose(): Promise<void>;
+}
+
+export async function sqliteDatabase(): Promise<TestDatabase> {
+  const dir = await mkdtemp(join(tmpdir(), "channelkit-agui-"));
+  const location = join(dir, "agui.db");
+  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export async function postgresDatabase(serverUrl: string): Promise<TestDatabase> {
+  const database = await createTestDatabase(serverUrl);
+  return { open: () => postgres(database.url), dispose: () => database.drop() };
+}
+
+/**
+ * Two services on one database, each on its own connection and its own HTTP server on
+ * 127.0.0.1, as two instances behind a load balancer: the AG-UI plugin and the demo flows.
+ */
+export class TwoInstances {
+  readonly services: ChannelService[] = [];
+  readonly servers: RunningServer[] = [];
+  readonly storages: KyselyStorage[] = [];
+  #database: TestDatabase | undefined;
+  tenantId = "";
+
+  async start(database: TestDatabase, secretKey: string): Promise<void> {
+    this.#database = database;
+    const first = database.open();
+    await first.migrate({ plugins: [aguiChannels()] });
+    for (const storage of [first, database.open()]) {
+      this.storages.push(storage);
+      const service = await createChannelService({ storage, flows: demoFlows, secretKey, plugins: [aguiChannels()], logger: { warn() {}, error() {} } });
+      this.services.push(service);
+      this.servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
+    }
+    this.tenantId = (await this.admin.createTenant({ name: "AG-UI" })).tenant.id;
+  }
+
+  get admin(): ChannelService["admin"] {
+    return (this.services[0] as ChannelService).admin;
+  }
+
+  /** An AG-UI channel of `flow`: its id and its key. */
+  async channel(flow: string): Promise<{ id: string; key: string }> {
+    const created = await this.admin.createChannel({ tenantId: this.tenantId, flow, type: "agui", settings: {} });
+    return { id: created.channel.id, key: created.api_key };
+  }
+
+  /** The URL of a channel's AG-UI endpoint on instance `to`. */
+  url(channelId: string, to = 0): string {
+    return `${(this.servers[to] as RunningServer).url}/channels/agui/${channelId}`;
+  }
+
+  /** The stored messages of a thread's conversation, `role: content`. */
+  async history(channelId: string, threadId: string): Promise<string[]> {
+    const conversationId = await externalConversationId({ id: channelId }, threadId);
+    const messages = await (this.storages[0] as KyselyStorage).listRecentMessages(conversationId, 100);
+    return messages.map((message) => `${message.role}: ${message.content}`);
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers) await server.close();
+    for (const service of this.services) await service.close();
+    await this.#database?.dispose();
+  }
+}
