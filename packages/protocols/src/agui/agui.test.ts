@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type BaseEvent, EventType, HttpAgent } from "@ag-ui/client";
+import { externalConversationId } from "@channelkit/core";
 import { describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postgresDatabase, sqliteDatabase, type TestDatabase, TwoInstances } from "./test-services.js";
@@ -78,6 +79,37 @@ function aguiTests(name: string, database: () => Promise<TestDatabase>) {
       // The flow's state followed the conversation from one instance to the other.
       expect(second.result.result).toEqual({ echo: "two", turn: 2 });
       expect(await instances.history(echo.id, threadId)).toEqual(["user: one", "assistant: Echo: one", "user: two", "assistant: Echo: two"]);
+    });
+
+    it("asks a paused flow's question as its text, and answers it on the thread's next run", async () => {
+      const ask = await instances.channel("ask");
+      const threadId = randomUUID();
+      const first = await say(agent(instances, ask, { threadId }), "hi");
+      expect(first.result.newMessages).toEqual([expect.objectContaining({ role: "assistant", content: "What is your name?" })]);
+      expect(first.types.at(-1)).toBe(EventType.RUN_FINISHED);
+      const second = await say(agent(instances, ask, { threadId, to: 1 }), "Ada");
+      expect(second.result.newMessages).toEqual([expect.objectContaining({ role: "assistant", content: "Nice to meet you, Ada!" })]);
+    });
+
+    it("stops the run when the client leaves: it is stored cancelled", async () => {
+      const slow = await instances.channel("slow");
+      const threadId = randomUUID();
+      const client = agent(instances, slow, { threadId });
+      client.addMessage({ id: randomUUID(), role: "user", content: "go" });
+      // The first words arrived: the run is under way when the client aborts.
+      await client.runAgent({}, { onTextMessageContentEvent: () => client.abortRun() }).catch(() => undefined);
+      const outcome = await instances.runEnds.of(await externalConversationId({ id: slow.id }, threadId));
+      expect(outcome.status).toBe("cancelled");
+      expect(outcome.produced.map((message) => message.content).join("")).not.toContain("word50");
+    });
+
+    it("takes a publishable key from its allowed origins only", async () => {
+      const visible = await instances.channel("echo", ["https://app.example"]);
+      const from = (origin: string) =>
+        new HttpAgent({ url: instances.url(visible.id), headers: { Authorization: `Bearer ${visible.key}`, Origin: origin }, threadId: randomUUID() });
+      const allowed = await say(from("https://app.example"), "from the page");
+      expect(allowed.result.newMessages).toEqual([expect.objectContaining({ content: "Echo: from the page" })]);
+      await expect(say(from("https://elsewhere.example"), "hi")).rejects.toMatchObject({ status: 403, payload: { error: { code: "origin_not_allowed" } } });
     });
 
     it("refuses a wrong key, and another channel's key, in the contract's envelope", async () => {

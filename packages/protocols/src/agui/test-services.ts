@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelService, createChannelService, externalConversationId } from "@channelkit/core";
+import { type ChannelPlugin, type ChannelService, createChannelService, definePlugin, externalConversationId, type RunOutcome } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
@@ -25,6 +25,29 @@ export async function postgresDatabase(serverUrl: string): Promise<TestDatabase>
   return { open: () => postgres(database.url), dispose: () => database.drop() };
 }
 
+/** The runs that ended, on either instance, told by the services' `runEnded` hook: what a test waits on. */
+export class RunEnds {
+  readonly #ended = new Map<string, RunOutcome>();
+  readonly #waiting = new Map<string, (outcome: RunOutcome) => void>();
+
+  plugin(): ChannelPlugin {
+    return definePlugin({ id: "agui-test-run-ends", hooks: { runEnded: (event) => this.#end(event.outcome) } });
+  }
+
+  /** The outcome of the first run of a conversation to end, once it ended. */
+  of(conversationId: string): Promise<RunOutcome> {
+    const ended = this.#ended.get(conversationId);
+    if (ended) return Promise.resolve(ended);
+    return new Promise((resolve) => this.#waiting.set(conversationId, resolve));
+  }
+
+  #end(outcome: RunOutcome): void {
+    if (this.#ended.has(outcome.conversationId)) return;
+    this.#ended.set(outcome.conversationId, outcome);
+    this.#waiting.get(outcome.conversationId)?.(outcome);
+  }
+}
+
 /**
  * Two services on one database, each on its own connection and its own HTTP server on
  * 127.0.0.1, as two instances behind a load balancer: the AG-UI plugin and the demo flows.
@@ -35,6 +58,7 @@ export class TwoInstances {
   readonly storages: KyselyStorage[] = [];
   #database: TestDatabase | undefined;
   tenantId = "";
+  readonly runEnds = new RunEnds();
 
   async start(database: TestDatabase, secretKey: string): Promise<void> {
     this.#database = database;
@@ -42,7 +66,13 @@ export class TwoInstances {
     await first.migrate({ plugins: [aguiChannels()] });
     for (const storage of [first, database.open()]) {
       this.storages.push(storage);
-      const service = await createChannelService({ storage, flows: demoFlows, secretKey, plugins: [aguiChannels()], logger: { warn() {}, error() {} } });
+      const service = await createChannelService({
+        storage,
+        flows: demoFlows,
+        secretKey,
+        plugins: [aguiChannels(), this.runEnds.plugin()],
+        logger: { warn() {}, error() {} },
+      });
       this.services.push(service);
       this.servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
     }
@@ -53,9 +83,10 @@ export class TwoInstances {
     return (this.services[0] as ChannelService).admin;
   }
 
-  /** An AG-UI channel of `flow`: its id and its key. */
-  async channel(flow: string): Promise<{ id: string; key: string }> {
-    const created = await this.admin.createChannel({ tenantId: this.tenantId, flow, type: "agui", settings: {} });
+  /** An AG-UI channel of `flow`: its id and its key (publishable, for these origins, with `allowedOrigins`). */
+  async channel(flow: string, allowedOrigins?: string[]): Promise<{ id: string; key: string }> {
+    const visible = allowedOrigins ? { mode: "public" as const, allowedOrigins } : {};
+    const created = await this.admin.createChannel({ tenantId: this.tenantId, flow, type: "agui", settings: {}, ...visible });
     return { id: created.channel.id, key: created.api_key };
   }
 
