@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  */
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "client", "chat", "cli", "testkit"];
+const PACKAGES = ["core", "kysely", "node", "express", "fastify", "hono", "widget", "client", "chat", "protocols", "cli", "testkit"];
 /**
  * Installed into the app: all but the contract suite, a development tool whose own
  * dependencies (pg, vitest) would hide that the app works without pg.
@@ -105,6 +105,7 @@ import { channelkit as fastifyPlugin } from "@channelkit/fastify";
 import { channelkit as honoApp } from "@channelkit/hono";
 import { postgres } from "@channelkit/kysely";
 import { chatChannels } from "@channelkit/chat";
+import { aguiChannels } from "@channelkit/protocols";
 let missing = "";
 try {
   postgres("postgres://127.0.0.1:1/none");
@@ -116,6 +117,7 @@ console.log(JSON.stringify({
   adapter: typeof toResponse,
   frameworks: [typeof mountChannelkit, typeof fastifyPlugin, typeof honoApp],
   chatTypes: chatChannels().channelTypes.map((type) => type.name),
+  protocolTypes: aguiChannels().channelTypes.map((type) => type.name),
   missing,
 }));
 `;
@@ -216,6 +218,7 @@ describe("the packed packages, installed in a new app", () => {
       adapter: "function",
       frameworks: ["function", "function", "function"],
       chatTypes: ["slack", "teams", "telegram", "whatsapp", "discord", "gchat"],
+      protocolTypes: ["agui"],
       missing: "channelkit: postgres() needs the pg package: npm install pg",
     });
   });
