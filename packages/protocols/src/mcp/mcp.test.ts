@@ -1,4 +1,5 @@
 import { describeWithPostgres } from "@channelkit/testkit";
+import { Validator } from "@seriousme/openapi-schema-validator";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type McpTestChannel, postgresDatabase, sqliteDatabase, type TestDatabase, TwoInstances } from "./test-services.js";
@@ -98,6 +99,10 @@ function mcpTests(name: string, database: () => Promise<TestDatabase>) {
       });
       expect(unknown.isError).toBe(true);
       expect(textOf(unknown)).toMatch(/^conversation_not_found: /);
+
+      const invalid = await (await instances.connect(echo)).callTool({ name: "echo_agent", arguments: { message: "" } });
+      expect(invalid.isError).toBe(true);
+      expect(textOf(invalid)).toMatch(/Input validation error[\s\S]*message must not be empty/);
     });
 
     it("refuses a wrong key with 401 before MCP: the contract's code in the JSON-RPC error", async () => {
@@ -113,6 +118,28 @@ function mcpTests(name: string, database: () => Promise<TestDatabase>) {
       });
       expect(raw.status).toBe(401);
       expect(await raw.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32001, data: { code: "invalid_api_key" } } });
+    });
+
+    it("describes its routes in the service's OpenAPI document, which stays valid", async () => {
+      const document = (await (await fetch(`${instances.url()}/public/v1/openapi.json`)).json()) as {
+        paths: Record<string, Record<string, { operationId: string }>>;
+      };
+      const item = document.paths["/channels/mcp/{channel_id}"] ?? {};
+      expect(Object.fromEntries(Object.entries(item).map(([method, operation]) => [method, operation.operationId]))).toMatchObject({
+        post: "mcpMessage",
+        get: "mcpStream",
+        delete: "mcpEndSession",
+      });
+      const result = await new Validator().validate(document as unknown as Parameters<Validator["validate"]>[0]);
+      expect(result.errors, JSON.stringify(result.errors, null, 2)).toBeUndefined();
+    });
+
+    it("answers GET and DELETE with 405: the server is stateless", async () => {
+      for (const method of ["GET", "DELETE"]) {
+        const answer = await fetch(`${instances.url()}/channels/mcp/${echo.id}`, { method, headers: { accept: "text/event-stream" } });
+        expect(answer.status).toBe(405);
+        expect(answer.headers.get("allow")).toBe("POST");
+      }
     });
   });
 }
