@@ -130,13 +130,26 @@ function hasBody(method: string): boolean {
 export function requestUrl(req: Pick<IncomingMessage, "headers" | "url">, baseUrl: string | undefined, overrides: WebRequestOverrides): string {
   const host = req.headers.host;
   const target = overrides.url ?? req.url ?? "/";
-  // The usual request (a plain Host and path) is its URL already: URL.canParse twice and
-  // new URL took about 7 µs of the 140 before a stream's first event, a 2 µs test here
+  // The usual request (a plain Host and path) is its URL already: parsing the base and the
+  // target took about 7 µs of the 140 before a stream's first event, a 2 µs test here
   // (docs/benchmarks.md, "Why the code looks like this"). Anything the URL parser would
   // change (case, IPv4 forms, default port, dot segments, escapes) takes the road below.
   if (baseUrl === undefined && host !== undefined && plainHost(host) && plainTarget(target)) return `http://${host}${target}`;
-  const base = baseUrl ?? (host !== undefined && URL.canParse(`http://${host}`) ? `http://${host}` : "http://localhost");
-  return (URL.canParse(target, base) ? new URL(target, base) : new URL("/", base)).href;
+  const base = baseUrl ?? (host !== undefined && parseUrl(`http://${host}`) ? `http://${host}` : "http://localhost");
+  return (parseUrl(target, base) ?? new URL("/", base)).href;
+}
+
+/**
+ * `new URL`, or undefined where it throws. Not `URL.canParse`: once hot, Node 20's
+ * optimized form reads a string of Latin-1 characters as UTF-8 and answers false for a
+ * valid `//é`, so a request's URL would change after a few thousand requests.
+ */
+function parseUrl(input: string, base?: string): URL | undefined {
+  try {
+    return new URL(input, base);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
