@@ -30,6 +30,7 @@ function a2aTests(name: string, database: () => Promise<TestDatabase>) {
     let ask: A2aTestChannel;
     let slow: A2aTestChannel;
     let fail: A2aTestChannel;
+    let handover: A2aTestChannel;
 
     beforeAll(async () => {
       await instances.start(await database(), SECRET_KEY);
@@ -41,6 +42,7 @@ function a2aTests(name: string, database: () => Promise<TestDatabase>) {
       ask = await instances.channel("ask");
       slow = await instances.channel("slow");
       fail = await instances.channel("fail");
+      handover = await instances.channel("handover");
     });
     afterAll(() => instances.stop());
 
@@ -146,6 +148,47 @@ function a2aTests(name: string, database: () => Promise<TestDatabase>) {
       const runId = canceled?.metadata?.channelkit_run_id as string;
       // The run was stored cancelled before its task was.
       expect((await instances.storages[1]?.findRun(runId))?.status).toBe("cancelled");
+    });
+
+    it("answers a handover as input-required, the live chat mode in the status's metadata; the next message goes to the person", async () => {
+      const client = await instances.connect(handover);
+      const events: { state: TaskState | undefined; metadata: unknown }[] = [];
+      let contextId = "";
+      for await (const event of client.sendMessageStream(userMessage("a person, please"))) {
+        if (event.payload?.$case === "task") contextId = event.payload.value.contextId;
+        if (event.payload?.$case === "statusUpdate") events.push({ state: event.payload.value.status?.state, metadata: event.payload.value.metadata });
+      }
+      expect(events.at(-1)).toEqual({ state: TaskState.TASK_STATE_INPUT_REQUIRED, metadata: { channelkit_livechat_mode: "livechat_waiting" } });
+      const next = asTask(await (await instances.connect(handover, { to: 1 })).sendMessage(userMessage("hello?", { contextId })));
+      expect(next.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      expect(statusText(next)).toBe("");
+    });
+
+    it("resubscribes to a running task on its instance: its next events to its end", async () => {
+      const client = await instances.connect(slow);
+      const stream = client.sendMessageStream(userMessage("go"));
+      let taskId = "";
+      // Read until the run is in flight (its first words).
+      for await (const event of stream) {
+        if (event.payload?.$case === "artifactUpdate") {
+          taskId = event.payload.value.taskId;
+          break;
+        }
+      }
+      const kinds: string[] = [];
+      let last: TaskState | undefined;
+      for await (const event of client.resubscribeTask({ tenant: "", id: taskId })) {
+        kinds.push(event.payload?.$case ?? "");
+        if (event.payload?.$case === "statusUpdate") last = event.payload.value.status?.state;
+        // Stopped once it is followed: the cancel's end comes through the subscription.
+        if (event.payload?.$case === "artifactUpdate" && !kinds.includes("cancelled")) {
+          kinds.push("cancelled");
+          await client.cancelTask({ tenant: "", id: taskId, metadata: {} });
+        }
+      }
+      expect(kinds[0]).toBe("task");
+      expect(kinds).toContain("artifactUpdate");
+      expect(last).toBe(TaskState.TASK_STATE_CANCELED);
     });
 
     it("refuses a wrong key: the contract's status and code in the JSON-RPC error", async () => {

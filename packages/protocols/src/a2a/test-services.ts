@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Message, Role, type SendMessageRequest } from "@a2a-js/sdk";
 import { type Client, ClientFactory, ClientFactoryOptions, createAuthenticatingFetchWithRetry, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
-import { type ChannelService, createChannelService } from "@channelkit/core";
+import { type ChannelService, createChannelService, definePlugin } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
@@ -67,7 +67,16 @@ export class TwoInstances {
     await first.migrate({ plugins: [a2aChannels()] });
     for (const storage of [first, database.open()]) {
       this.storages.push(storage);
-      const service = await createChannelService({ storage, flows: demoFlows, secretKey, plugins: [a2aChannels()], logger: { warn() {}, error() {} } });
+      // A live-chat desk that takes every handover (and does nothing with it), so that the handover flow hands over.
+      const livechat = definePlugin({ id: "a2a-test-desk" });
+      const service = await createChannelService({
+        storage,
+        flows: demoFlows,
+        secretKey,
+        livechat,
+        plugins: [a2aChannels()],
+        logger: { warn() {}, error() {} },
+      });
       this.services.push(service);
       this.servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
     }
