@@ -192,9 +192,11 @@ function a2aTests(name: string, database: () => Promise<TestDatabase>) {
     });
 
     it("refuses a wrong key: the contract's status and code in the JSON-RPC error", async () => {
-      await expect((await instances.connect(echo, { key: "svc_sk_live_wrong" })).sendMessage(userMessage("hi"))).rejects.toThrow();
+      // The SDK's JsonRpcTransportError: the JSON-RPC code as `envelopeCode`, the contract's code in `data`.
+      const refused = { envelopeCode: -32000, data: { code: "invalid_api_key" } };
+      await expect((await instances.connect(echo, { key: "svc_sk_live_wrong" })).sendMessage(userMessage("hi"))).rejects.toMatchObject(refused);
       // Another A2A channel's key is no key of this one.
-      await expect((await instances.connect(echo, { key: ask.key })).sendMessage(userMessage("hi"))).rejects.toThrow();
+      await expect((await instances.connect(echo, { key: ask.key })).sendMessage(userMessage("hi"))).rejects.toMatchObject(refused);
       const raw = await fetch(`${instances.url()}/channels/a2a/${echo.id}`, {
         method: "POST",
         headers: { authorization: `Bearer ${ask.key}`, "content-type": "application/json", "a2a-version": "1.0" },
