@@ -251,7 +251,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     lifecycle: new RunLifecycle({
       logger,
       leaseMs,
-      feed: options.storage.announcesTurns ? options.storage.feed : undefined,
+      feed,
+      announcesTurns: options.storage.announcesTurns === true,
       turnPollMaxMs: options.turnPollMaxMs,
       turnWaitTimeoutMs,
     }),

@@ -35,13 +35,18 @@ export const TURN_PASSED_TOPIC = "turn";
  */
 export const TURN_CLAIM_MS = 5000;
 
+/** The {@link LiveFeed} topic on which an instance asks the one running a run to stop it (the message: the run's id). */
+export const RUN_STOP_TOPIC = "run-stop";
+
 /** Settings of a service's {@link RunLifecycle}. */
 interface RunLifecycleOptions {
   logger: Logger;
   /** How long a run holds its conversation's turn without renewing it, in ms. */
   leaseMs: number;
-  /** Where the turns passed on other instances are announced ({@link TURN_PASSED_TOPIC}). */
+  /** The feed between the instances: where runs are stopped from another instance ({@link RUN_STOP_TOPIC}). */
   feed?: LiveFeed;
+  /** Whether the store announces on the feed the turns passed on other instances ({@link TURN_PASSED_TOPIC}). */
+  announcesTurns?: boolean;
   /** Longest wait between two looks at a conversation's queue by a run waiting its turn, in ms (default 100). */
   turnPollMaxMs?: number;
   /** Longest a run waits for its turn, in ms (default {@link TURN_WAIT_TIMEOUT_MS}). */
@@ -75,6 +80,11 @@ export class RunLifecycle {
   readonly waitTimeoutMs: number;
   /** Runs in flight. One listener here, on close, rather than one per run on a long-lived signal. */
   readonly #runs = new Set<RunAbort>();
+  /** The same runs by id, and each one's id: what {@link cancel} finds. */
+  readonly #byId = new Map<string, RunAbort>();
+  readonly #idOf = new WeakMap<RunAbort, string>();
+  /** The subscription to stops asked for by other instances: made when a run is first admitted, kept until `close()`. */
+  #stopsFeed: Promise<(() => void) | undefined> | undefined;
   #closed: Error | null = null;
   /** Who waits for no run to be in flight: `close()` and `drain()`. */
   #idle: (() => void)[] = [];
@@ -89,6 +99,7 @@ export class RunLifecycle {
   readonly channels = new SharedChannels();
 
   readonly #feed: LiveFeed | undefined;
+  readonly #announcesTurns: boolean;
   readonly #maxPollMs: number;
   /** The subscription to turns passed on other instances: made when a run first waits, kept until `close()`. */
   #turnsFeed: Promise<(() => void) | undefined> | undefined;
@@ -99,6 +110,7 @@ export class RunLifecycle {
     this.claimMs = Math.min(options.leaseMs, TURN_CLAIM_MS);
     this.waitTimeoutMs = options.turnWaitTimeoutMs ?? TURN_WAIT_TIMEOUT_MS;
     this.#feed = options.feed;
+    this.#announcesTurns = options.announcesTurns ?? false;
     this.#maxPollMs = Math.max(MIN_POLL_MS, options.turnPollMaxMs ?? MAX_POLL_MS);
   }
 
@@ -116,17 +128,27 @@ export class RunLifecycle {
     return this.#closed !== null;
   }
 
-  /** A new run's abort, aborted when the service closes. Call {@link release} once it is stored. */
-  admit(): RunAbort {
+  /**
+   * A new run's abort, aborted when the service closes. Call {@link release} once it is stored.
+   * With its `runId`, {@link cancel} finds it, from this instance or another.
+   */
+  admit(runId?: string): RunAbort {
     const abort = new RunAbort();
     if (this.#closed) abort.abort(this.#closed);
     this.#runs.add(abort);
+    if (runId !== undefined) {
+      this.#byId.set(runId, abort);
+      this.#idOf.set(abort, runId);
+      this.#followStops();
+    }
     return abort;
   }
 
   /** The run is stored: `close()` no longer waits for it. Calling it again does nothing. */
   release(abort: RunAbort): void {
     if (!this.#runs.delete(abort)) return;
+    const runId = this.#idOf.get(abort);
+    if (runId !== undefined) this.#byId.delete(runId);
     if (this.#runs.size === 0 && this.#idle.length > 0) {
       const waiting = this.#idle;
       this.#idle = [];
@@ -188,11 +210,36 @@ export class RunLifecycle {
    * subscription is made, and should it fail, waiting runs poll as before.
    */
   #followTurns(): void {
-    if (this.#turnsFeed !== undefined || this.#feed === undefined || this.#closed) return;
+    if (this.#turnsFeed !== undefined || this.#feed === undefined || !this.#announcesTurns || this.#closed) return;
     this.#turnsFeed = this.#feed
       .subscribe(TURN_PASSED_TOPIC, (conversationId) => this.turnPassed(conversationId))
       .catch((error: unknown) => {
         this.logger.warn("channelkit: could not follow the turns passed on other instances; waiting runs poll", error);
+        return undefined;
+      });
+  }
+
+  /**
+   * Stops a run wherever it runs: here at once, on another instance on the same database
+   * through the store's feed (a store without one has one instance). Answers whether the run
+   * was running here. A run that ended, or that no instance runs, is left as stored.
+   */
+  async cancel(runId: string, reason: unknown): Promise<boolean> {
+    const local = this.#byId.get(runId);
+    if (local) {
+      local.abort(reason);
+      return true;
+    }
+    await this.#feed?.publish(RUN_STOP_TOPIC, runId);
+    return false;
+  }
+
+  #followStops(): void {
+    if (this.#stopsFeed !== undefined || this.#feed === undefined || this.#closed) return;
+    this.#stopsFeed = this.#feed
+      .subscribe(RUN_STOP_TOPIC, (runId) => this.#byId.get(runId)?.abort(new DOMException("The run was cancelled from another instance.", "AbortError")))
+      .catch((error: unknown) => {
+        this.logger.warn("channelkit: this instance does not hear the runs stopped from other instances", error);
         return undefined;
       });
   }
@@ -262,5 +309,8 @@ export class RunLifecycle {
     const following = this.#turnsFeed;
     this.#turnsFeed = undefined;
     (await following)?.();
+    const stops = this.#stopsFeed;
+    this.#stopsFeed = undefined;
+    (await stops)?.();
   }
 }

@@ -15,6 +15,7 @@ export function runsOf(ctx: ServiceInternals): Runs {
       const abort = lifecycle.admit();
       return () => lifecycle.release(abort);
     },
+    cancel: (runId, reason = new DOMException("The run was cancelled.", "AbortError")) => lifecycle.cancel(runId, reason),
     get closed() {
       return lifecycle.closed;
     },

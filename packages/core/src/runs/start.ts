@@ -86,8 +86,8 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
     throw new Error("channelkit: a start run opens a new conversation and is answered whole (conversation null, live false)");
   }
   const runs = ctx.lifecycle;
-  const abort = runs.admit();
   const runId = newRecordId();
+  const abort = runs.admit(runId);
   const conversation: RunConversation = {
     id: input.conversation?.id ?? input.newConversationId ?? newRecordId(),
     tenantId: channel.tenantId,

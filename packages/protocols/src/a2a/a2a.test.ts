@@ -150,6 +150,26 @@ function a2aTests(name: string, database: () => Promise<TestDatabase>) {
       expect((await instances.storages[1]?.findRun(runId))?.status).toBe("cancelled");
     });
 
+    it("cancels a task from the other instance: its run stops where it runs, the stream there ends canceled", async () => {
+      const runner = await instances.connect(slow);
+      const other = await instances.connect(slow, { to: 1 });
+      const states: TaskState[] = [];
+      let canceled: Task | undefined;
+      for await (const event of runner.sendMessageStream(userMessage("go"))) {
+        const payload = event.payload;
+        if (payload?.$case === "statusUpdate" && payload.value.status) states.push(payload.value.status.state);
+        if (payload?.$case === "artifactUpdate" && canceled === undefined)
+          canceled = await other.cancelTask({ tenant: "", id: payload.value.taskId, metadata: {} });
+      }
+      expect(canceled?.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      // The stream of the instance that ran it ends with the run's own cancel, before its whole reply.
+      expect(states.at(-1)).toBe(TaskState.TASK_STATE_CANCELED);
+      const run = await instances.storages[0]?.findRun(canceled?.metadata?.channelkit_run_id as string);
+      expect(run?.status).toBe("cancelled");
+      const task = await runner.getTask({ tenant: "", id: canceled?.id ?? "", historyLength: 0 });
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    });
+
     it("answers a handover as input-required, the live chat mode in the status's metadata; the next message goes to the person", async () => {
       const client = await instances.connect(handover);
       const events: { state: TaskState | undefined; metadata: unknown }[] = [];

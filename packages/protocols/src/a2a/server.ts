@@ -58,6 +58,20 @@ class ChannelUser implements User {
 }
 
 /**
+ * The SDK's handler, whose `CancelTask` of a task running on another instance stops its run
+ * there: the SDK, which sees the buses of this instance only, then stores the task
+ * `canceled`, as the run's own end does where it ran.
+ */
+class ChannelRequestHandler extends DefaultRequestHandler {
+  stopElsewhere: (taskId: string) => Promise<void> = () => Promise.resolve();
+
+  override async cancelTask(...args: Parameters<DefaultRequestHandler["cancelTask"]>): ReturnType<DefaultRequestHandler["cancelTask"]> {
+    await this.stopElsewhere(args[0].id);
+    return super.cancelTask(...args);
+  }
+}
+
+/**
  * `POST /channels/a2a/{channel_id}`: one JSON-RPC request of A2A, answered by the SDK's
  * `JsonRpcTransportHandler` over a `DefaultRequestHandler` made for the channel (its card,
  * its flow as the executor, its tasks in the plugin's store). A streaming method is answered
@@ -80,7 +94,12 @@ export async function handleRpc(
     const tasks = new PluginTaskStore(ctx.storage.pluginStore(A2A_PLUGIN_ID), channel.id);
     const executor = new FlowExecutor(ctx, channel, instance.running);
     // No bus is kept past its executor: a task waiting for input is continued by a new run.
-    const handler = new DefaultRequestHandler(card, tasks, executor, instance.buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
+    const handler = new ChannelRequestHandler(card, tasks, executor, instance.buses, undefined, undefined, undefined, undefined, { keepBusAliveStates: [] });
+    handler.stopElsewhere = async (taskId) => {
+      if (instance.running.has(taskId)) return;
+      const runId = (await tasks.load(taskId))?.metadata?.channelkit_run_id;
+      if (typeof runId === "string") await ctx.runs.cancel(runId, new DOMException("The task was cancelled (CancelTask).", "AbortError"));
+    };
     const context = defaultServerCallContextBuilder({
       extensions: undefined,
       user: new ChannelUser(channel.id),
