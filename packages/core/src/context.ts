@@ -9,6 +9,7 @@ import type { RateLimiter } from "./ratelimit/limiter.js";
 import type { OpenStreams } from "./ratelimit/open-streams.js";
 import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { RunStreams } from "./streams/run-streams.js";
+import type { RunPart } from "./runs/driver.js";
 import type { StartedRun, StartRunInput } from "./runs/start.js";
 import type { Storage } from "./storage/types.js";
 import type { PluginRegistry } from "./plugin/registry.js";
@@ -48,6 +49,7 @@ export interface Runs {
    * (JSON), `uiMessageStream` (the AI SDK stream), or `ctx.streams.record` on a channel with
    * resumable streams.
    */
+  start(input: RunFlowInput & { flowEvents: true }): Promise<StartedRun<RunPart>>;
   start(input: RunFlowInput): Promise<StartedRun>;
   /**
    * Stops a run in flight wherever it runs: at once on this instance, through the store's

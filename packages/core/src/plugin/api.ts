@@ -71,7 +71,7 @@ export { runToEnd, type StartRunInput, type StartedRun } from "../runs/start.js"
 export { runDocument, type FlowIdentity } from "../runs/json.js";
 export { uiMessageStream, UI_STREAM_HEADERS, type FinishMetadata, type UIStreamEvent } from "../runs/ui-stream.js";
 export type { RunOutcome } from "../runs/outcome.js";
-export type { RunSteps, TextPart } from "../runs/driver.js";
+export type { FlowEventPart, RunPart, RunSteps, TextPart } from "../runs/driver.js";
 export { answerOnce, idempotencyKeyOf, type IdempotentScope, type KeptAnswer } from "../idempotency/idempotency.js";
 export { externalConversationId } from "../runs/external-key.js";
 

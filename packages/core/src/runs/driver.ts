@@ -34,11 +34,25 @@ import { agentMessage, type RunEnd, type TextPart, Transcript } from "./transcri
 export type { TextPart } from "./transcript.js";
 
 /**
- * A run pulled one step at a time: its live text parts, then its outcome. Call `next()`
- * again only once the previous call settled, as `for await` does.
+ * One of the flow's own events, handed out before the text parts it makes, to a run started
+ * with `flowEvents: true`: what a channel shows beyond text (tool calls and their results,
+ * steps, state) in the order the flow yielded it.
  */
-export interface RunSteps {
-  next(): Promise<IteratorResult<TextPart, RunOutcome>>;
+export interface FlowEventPart {
+  type: "flow-event";
+  event: FlowEvent;
+}
+
+/** A part of a run started with `flowEvents: true`: its text parts and the flow's events. */
+export type RunPart = TextPart | FlowEventPart;
+
+/**
+ * A run pulled one step at a time: its live text parts (and, when asked for, the flow's
+ * events: {@link RunPart}), then its outcome. Call `next()` again only once the previous
+ * call settled, as `for await` does.
+ */
+export interface RunSteps<Part extends RunPart = TextPart> {
+  next(): Promise<IteratorResult<Part, RunOutcome>>;
 }
 
 /** Everything one run needs; the driver owns nothing else. */
@@ -75,6 +89,8 @@ interface RunInput {
   historyLimit: number;
   /** Whether the caller streams the live text (see {@link Transcript}). */
   live: boolean;
+  /** Whether the flow's events are handed out too ({@link FlowEventPart}); absent, they are not. */
+  flowEvents?: boolean;
   /** A recorded stream's end (resumable channels), set by its recorder: written with the run's outcome. */
   streamEnding: { current: StreamEnding | null };
   /** The plugins that hear of runs starting and ending. */
@@ -144,7 +160,8 @@ export function claimOf(
  * state (its ticket, its turn, a flow's `metadata` made on first read).
  */
 export function driveRun(input: RunInput, claimed: ClaimedTurn | null, client: FollowedClient | null = null): RunSteps {
-  return new RunDriver(input, claimed, client);
+  // Typed as its usual parts: only a run started with `flowEvents` hands out flow events (`Runs.start`'s overloads).
+  return new RunDriver(input, claimed, client) as RunSteps;
 }
 
 /** The request a run follows: its client going away aborts the run. */
@@ -164,7 +181,7 @@ type FlowEnd = Omit<RunEnd, "startedAt" | "completedAt" | "durationMs">;
  * there), each step then pulls the flow's events through the transcript until one has parts
  * or the flow ends ({@link #flowEnded}), and {@link #finish} stores the outcome.
  */
-class RunDriver implements RunSteps {
+class RunDriver implements RunSteps<RunPart> {
   readonly #input: RunInput;
   #client: FollowedClient | null;
   #followed = false;
@@ -195,7 +212,7 @@ class RunDriver implements RunSteps {
   /** What the flow ended with, once it ended. */
   #end: FlowEnd | undefined;
   /** The parts of the last event, handed out one per step. */
-  #parts: readonly TextPart[] = NO_PARTS;
+  #parts: readonly RunPart[] = NO_PARTS;
   #nextPart = 0;
   /** Whether the run ended (stored, or failed to be): every later step is done. */
   #over = false;
@@ -210,7 +227,7 @@ class RunDriver implements RunSteps {
     this.#startedMs = input.claimedAtMs;
   }
 
-  async next(): Promise<IteratorResult<TextPart, RunOutcome>> {
+  async next(): Promise<IteratorResult<RunPart, RunOutcome>> {
     if (this.#nextPart < this.#parts.length) return { done: false, value: this.#handOut() };
     if (this.#over) return { done: true, value: undefined as never };
     if (!this.#followed) this.#followClient();
@@ -226,14 +243,14 @@ class RunDriver implements RunSteps {
       // bytes more for as long as the stream waits (docs/benchmarks.md, "Memory per open stream").
       while (this.#end === undefined) {
         let end: FlowEnd | undefined;
-        let parts = NO_PARTS;
+        let parts: readonly RunPart[] = NO_PARTS;
         try {
           const woken = abort.aborted ? abort.reason : await this.#nextEvent(this.#events as AsyncIterator<FlowEvent, unknown>);
           // The wait ends with the abort's reason or a step (the flow's own new object, never the reason).
           const step = woken as IteratorResult<FlowEvent, unknown>;
           if (abort.aborted && woken === abort.reason) end = CANCELLED;
           else if (step.done) end = { status: "success", result: step.value ?? null, error: null };
-          else parts = transcript.apply(step.value);
+          else parts = this.#input.flowEvents ? withEvent(step.value, transcript.apply(step.value)) : transcript.apply(step.value);
         } catch (thrown) {
           end = abort.aborted ? CANCELLED : this.#flowFailed(thrown);
         }
@@ -279,15 +296,15 @@ class RunDriver implements RunSteps {
   }
 
   /** The run is over (stored, or failed to be): the lifecycle releases it. */
-  #ended(outcome: RunOutcome | undefined): IteratorResult<TextPart, RunOutcome> {
+  #ended(outcome: RunOutcome | undefined): IteratorResult<RunPart, RunOutcome> {
     this.#over = true;
     this.#input.lifecycle.release(this.#input.abort);
     return { done: true, value: outcome as RunOutcome };
   }
 
   /** The next part of the last event's; the parts are let go with the last one. */
-  #handOut(): TextPart {
-    const part = this.#parts[this.#nextPart++] as TextPart;
+  #handOut(): RunPart {
+    const part = this.#parts[this.#nextPart++] as RunPart;
     if (this.#nextPart === this.#parts.length) this.#parts = NO_PARTS;
     return part;
   }
@@ -492,6 +509,15 @@ function hookEvent(input: RunInput): RunHookEvent {
 }
 
 const NO_PARTS: readonly TextPart[] = Object.freeze([]);
+
+/**
+ * The parts an event made, then the event: a step or a tool call closes the text before it,
+ * and a message's text comes before its tool calls. A delta is its text part alone.
+ */
+function withEvent(event: FlowEvent, parts: readonly TextPart[]): readonly RunPart[] {
+  if (event.type === "text-delta") return parts;
+  return [...parts, { type: "flow-event", event }];
+}
 
 /** How a flow stopped by the run's abort ends. */
 const CANCELLED: FlowEnd = Object.freeze({ status: "cancelled", result: null, error: null });

@@ -1,4 +1,4 @@
-import type { Runs, ServiceInternals } from "../context.js";
+import type { RunFlowInput, Runs, ServiceInternals } from "../context.js";
 import { startOnExternalKey } from "./external-key.js";
 import { type StartRunInput, startRun } from "./start.js";
 
@@ -6,11 +6,12 @@ import { type StartRunInput, startRun } from "./start.js";
 export function runsOf(ctx: ServiceInternals): Runs {
   const lifecycle = ctx.lifecycle;
   return {
-    start: (input) => {
+    // One implementation of both overloads: a run without `flowEvents` never hands out a flow event.
+    start: ((input: RunFlowInput) => {
       const { conversation } = input;
       if (conversation !== null && "externalKey" in conversation) return startOnExternalKey(ctx, { ...input, conversation: null }, conversation.externalKey);
       return startRun(ctx, input as StartRunInput);
-    },
+    }) as Runs["start"],
     hold() {
       const abort = lifecycle.admit();
       return () => lifecycle.release(abort);

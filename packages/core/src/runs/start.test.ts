@@ -7,7 +7,7 @@ import { createSecretBox } from "../auth/secret-box.js";
 import type { RegisteredFlow, ServiceInternals } from "../context.js";
 import { estimateTokens } from "../conversations/tokens.js";
 import { defineFlow } from "../flows/define.js";
-import { step, text } from "../flows/events.js";
+import { message, setState, step, text } from "../flows/events.js";
 import type { ChannelRecord } from "../storage/types.js";
 import { memoryStorage } from "../storage/memory.js";
 import { inProcessFeed } from "../livechat/feed.js";
@@ -134,7 +134,7 @@ async function setup() {
   /** A streamed run of `waiting` on a new conversation, a copy of the channel's record as a request reads one. */
   const startWaiting = () =>
     startRun(ctx, { channel: structuredClone(channel), flow: waitingFlow, conversation: null, payload: "hi", metadata: {}, request, live: true });
-  return { storage, start, startWaiting };
+  return { storage, start, startWaiting, ctx, channel };
 }
 
 /** Pulls the run to its end, as a client reading it would. */
@@ -237,5 +237,52 @@ describe("startRun: memory per open stream (docs/benchmarks.md)", () => {
     released = new Promise<void>((resolve) => {
       release = resolve;
     });
+  });
+});
+
+describe("ctx.runs.start with flowEvents", () => {
+  const toolFlow: RegisteredFlow = {
+    id: crypto.randomUUID(),
+    name: "tool",
+    version: null,
+    flow: defineFlow({
+      name: "tool",
+      async *run() {
+        yield step("plan", "llm");
+        yield text("Looking.");
+        yield message("", { toolCalls: [{ id: "c1", name: "lookup", arguments: { q: 1 } }] });
+        yield message("found", { role: "tool", toolCallId: "c1" });
+        yield setState({ seen: true });
+        yield text("Done.");
+      },
+    }),
+  };
+
+  /** The parts a run hands out, a flow event as its event's type. */
+  async function partsOf(run: { steps: { next(): Promise<IteratorResult<{ type: string; event?: { type: string } }>> } }) {
+    const parts: string[] = [];
+    for (let next = await run.steps.next(); !next.done; next = await run.steps.next()) {
+      parts.push(next.value.type === "flow-event" ? `event:${next.value.event?.type}` : next.value.type);
+    }
+    return parts;
+  }
+
+  it("hands out the flow's events after the text parts each made (a step or a tool call closes the text); without it, only text", async () => {
+    const { ctx, channel } = await setup();
+    const request = { signal: new AbortController().signal };
+    const input = { channel, flow: toolFlow, conversation: null, payload: "q", request, live: true } as const;
+    expect(await partsOf(await ctx.runs.start({ ...input, flowEvents: true }))).toEqual([
+      "event:step",
+      "text-start",
+      "text-delta",
+      "text-end",
+      "event:message",
+      "event:message",
+      "event:state",
+      "text-start",
+      "text-delta",
+      "text-end",
+    ]);
+    expect(await partsOf(await ctx.runs.start(input))).toEqual(["text-start", "text-delta", "text-end", "text-start", "text-delta", "text-end"]);
   });
 });

@@ -5,7 +5,7 @@ import { newConversationRecord, storedMessage } from "../storage/records.js";
 import type { BeginRunInput, ChannelRecord, ConversationRecord, RunConversation, RunTicket } from "../storage/types.js";
 import type { RegisteredFlow } from "../context.js";
 import type { FlowTrigger } from "../flows/define.js";
-import { claimOf, driveRun, type RunSteps, type StreamEnding } from "./driver.js";
+import { claimOf, driveRun, type RunPart, type RunSteps, type StreamEnding, type TextPart } from "./driver.js";
 import type { RunOutcome } from "./outcome.js";
 import { newRecordId } from "./run-id.js";
 
@@ -49,10 +49,15 @@ export interface StartRunInput {
    * the run's ticket, and the recorder sets how it ends ({@link StartedRun.endStream}). Needs `live`.
    */
   recorded?: boolean;
+  /**
+   * Whether the steps hand out the flow's own events too (`{ type: "flow-event", event }`),
+   * each after the text parts it made: for a channel that shows tool calls, steps or state.
+   */
+  flowEvents?: boolean;
 }
 
-/** A run that has taken its place in its conversation. */
-export interface StartedRun {
+/** A run that has taken its place in its conversation (its steps' parts: text, or {@link RunPart} with `flowEvents`). */
+export interface StartedRun<Part extends RunPart = TextPart> {
   runId: string;
   /** Usable at once: the conversation exists, and history shows the run's user message once it runs. */
   conversationId: string;
@@ -60,7 +65,7 @@ export interface StartedRun {
    * The run's live text parts, then its outcome. Pull it to the end: the run is stored then,
    * and only then does `close()` stop waiting for it.
    */
-  steps: RunSteps;
+  steps: RunSteps<Part>;
   /** Stops the run: it is stored `cancelled` with what it produced so far. */
   cancel(reason?: unknown): void;
   /** How a recorded stream ends: its last chunk is stored with the run's outcome. Set before the steps are pulled. */
@@ -145,6 +150,7 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
       livechat: ctx.livechat,
       historyLimit: ctx.historyLimit,
       live: input.live,
+      flowEvents: input.flowEvents === true,
       streamEnding,
       hooks: ctx.plugins,
     },

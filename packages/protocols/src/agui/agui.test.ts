@@ -29,11 +29,13 @@ function aguiTests(name: string, database: () => Promise<TestDatabase>) {
     const instances = new TwoInstances();
     let echo: { id: string; key: string };
     let fail: { id: string; key: string };
+    let weather: { id: string; key: string };
 
     beforeAll(async () => {
       await instances.start(await database(), SECRET_KEY);
       echo = await instances.channel("echo");
       fail = await instances.channel("fail");
+      weather = await instances.channel("weather");
     });
     afterAll(() => instances.stop());
 
@@ -49,6 +51,62 @@ function aguiTests(name: string, database: () => Promise<TestDatabase>) {
       expect(result.newMessages).toEqual([expect.objectContaining({ role: "assistant", content: "Echo: hello AG-UI" })]);
       expect(client.state).toEqual({ turn: 1 });
       expect(result.result).toEqual({ echo: "hello AG-UI", turn: 1 });
+    });
+
+    it("streams a flow's steps, tool call, tool result and state as it yields them: HttpAgent assembles the assistant's tool call and the tool's message", async () => {
+      const client = agent(instances, weather);
+      const { events, result } = await say(client, "Lyon");
+      const shown = events.map((event) => {
+        const { type, ...fields } = event as BaseEvent & Record<string, unknown>;
+        if (type === EventType.STEP_STARTED || type === EventType.STEP_FINISHED) return `${type} ${fields.stepName}`;
+        if (type === EventType.TOOL_CALL_START)
+          return `${type} ${fields.toolCallName} ${fields.toolCallId} parent:${fields.parentMessageId === undefined ? "none" : "text"}`;
+        if (type === EventType.TOOL_CALL_ARGS) return `${type} ${fields.delta}`;
+        if (type === EventType.TOOL_CALL_RESULT) return `${type} ${fields.toolCallId} ${fields.content}`;
+        if (type === EventType.TEXT_MESSAGE_CONTENT) return `${type} ${fields.delta}`;
+        if (type === EventType.STATE_SNAPSHOT) return `${type} ${JSON.stringify(fields.snapshot)}`;
+        return type;
+      });
+      expect(shown).toEqual([
+        EventType.RUN_STARTED,
+        `${EventType.STEP_STARTED} plan`,
+        EventType.TEXT_MESSAGE_START,
+        `${EventType.TEXT_MESSAGE_CONTENT} Let me look that up.`,
+        EventType.TEXT_MESSAGE_END,
+        `${EventType.TOOL_CALL_START} weather call_weather_1 parent:text`,
+        `${EventType.TOOL_CALL_ARGS} {"city":"Lyon"}`,
+        EventType.TOOL_CALL_END,
+        `${EventType.STEP_FINISHED} plan`,
+        `${EventType.STEP_STARTED} weather`,
+        `${EventType.TOOL_CALL_RESULT} call_weather_1 {"city":"Lyon","sky":"sunny"}`,
+        `${EventType.STATE_SNAPSHOT} {"lastCity":"Lyon"}`,
+        `${EventType.STEP_FINISHED} weather`,
+        `${EventType.STEP_STARTED} answer`,
+        EventType.TEXT_MESSAGE_START,
+        `${EventType.TEXT_MESSAGE_CONTENT} It is sunny in Lyon.`,
+        EventType.TEXT_MESSAGE_END,
+        `${EventType.STEP_FINISHED} answer`,
+        `${EventType.STATE_SNAPSHOT} {"lastCity":"Lyon"}`,
+        EventType.RUN_FINISHED,
+      ]);
+      // The tool call joins the message it followed; the tool's result is a message of its own.
+      expect(result.newMessages).toEqual([
+        expect.objectContaining({
+          role: "assistant",
+          content: "Let me look that up.",
+          toolCalls: [{ id: "call_weather_1", type: "function", function: { name: "weather", arguments: '{"city":"Lyon"}' } }],
+        }),
+        expect.objectContaining({ role: "tool", toolCallId: "call_weather_1", content: '{"city":"Lyon","sky":"sunny"}' }),
+        expect.objectContaining({ role: "assistant", content: "It is sunny in Lyon." }),
+      ]);
+      expect(client.state).toEqual({ lastCity: "Lyon" });
+      // The history keeps the same: the reply with its tool call, the tool's result, the answer.
+      expect(await instances.history(weather.id, client.threadId)).toEqual([
+        "user: Lyon",
+        "assistant: Let me look that up.",
+        'tool: {"city":"Lyon","sky":"sunny"}',
+        "assistant: It is sunny in Lyon.",
+      ]);
     });
 
     it("ends a failing flow's run with RUN_ERROR", async () => {

@@ -1,28 +1,45 @@
 import { EventType, type RunAgentInput } from "@ag-ui/core";
-import { isServiceError, type ReplyStream, type RunOutcome, type ServiceContext, type StartedRun, sseEvent, type TextPart } from "@channelkit/core";
+import {
+  type FlowEvent,
+  isServiceError,
+  type ReplyStream,
+  type RunOutcome,
+  type RunPart,
+  type ServiceContext,
+  type StartedRun,
+  sseEvent,
+  type TextPart,
+} from "@channelkit/core";
 
 /** One AG-UI event as it goes on the wire: a `data:` line of its JSON and a blank line, as the protocol's SSE encoding is. */
 type Frame = string;
 
 /**
- * A run of the channel's flow as AG-UI's event stream: `RUN_STARTED`, the flow's text as
- * `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` / `TEXT_MESSAGE_END`, a `STATE_SNAPSHOT` of the
- * conversation's flow state when it keeps one, then `RUN_FINISHED`, or `RUN_ERROR` when the flow
- * failed. Pulled: the flow advances as the client reads; the client leaving cancels the run.
+ * A run of the channel's flow as AG-UI's event stream: `RUN_STARTED`, then as the flow yields
+ * them its text as `TEXT_MESSAGE_START` / `TEXT_MESSAGE_CONTENT` / `TEXT_MESSAGE_END`, its steps
+ * as `STEP_STARTED` / `STEP_FINISHED`, its tool calls as `TOOL_CALL_START` / `TOOL_CALL_ARGS`
+ * (the arguments' JSON) / `TOOL_CALL_END`, their results as `TOOL_CALL_RESULT`, its `setState`
+ * as `STATE_SNAPSHOT`; at the end a `STATE_SNAPSHOT` of the conversation's stored flow state
+ * when it keeps one, then `RUN_FINISHED`, or `RUN_ERROR` when the flow failed. Pulled: the flow
+ * advances as the client reads; the client leaving cancels the run.
  */
 export class AguiEventStream implements ReplyStream {
   readonly #ctx: ServiceContext;
-  readonly #run: StartedRun;
+  readonly #run: StartedRun<RunPart>;
   readonly #input: Pick<RunAgentInput, "threadId" | "runId">;
   /** Frames made and not yet sent: one step of the run may make several. */
   readonly #queue: Frame[];
   /** Text messages started and not ended: AG-UI refuses `RUN_FINISHED` while one is open. */
   readonly #open = new Set<string>();
+  /** The step started and not finished. */
+  #step: string | null = null;
+  /** The text message that just ended: the message a tool call right after it belongs to. */
+  #justEnded: string | null = null;
   #finished = false;
   /** The step being pulled: a cancel drains the run only once it settled (its steps are taken one at a time). */
   #pulling: Promise<Frame | null> | undefined;
 
-  constructor(ctx: ServiceContext, run: StartedRun, input: Pick<RunAgentInput, "threadId" | "runId">) {
+  constructor(ctx: ServiceContext, run: StartedRun<RunPart>, input: Pick<RunAgentInput, "threadId" | "runId">) {
     this.#ctx = ctx;
     this.#run = run;
     this.#input = input;
@@ -66,6 +83,7 @@ export class AguiEventStream implements ReplyStream {
       if (!isServiceError(error)) this.#ctx.logger.error(`channelkit agui: run ${this.#run.runId} could not be stored`, error);
       if (this.#finished) return null;
       this.#closeText();
+      this.#finishStep();
       this.#push({
         type: EventType.RUN_ERROR,
         message: isServiceError(error) ? error.message : "An unexpected error occurred in the service.",
@@ -76,7 +94,13 @@ export class AguiEventStream implements ReplyStream {
     return this.#queue.shift() ?? null;
   }
 
-  #part(part: TextPart): void {
+  #part(part: RunPart): void {
+    if (part.type === "flow-event") {
+      this.#flowEvent(part.event);
+      this.#justEnded = null;
+      return;
+    }
+    this.#justEnded = part.type === "text-end" ? part.id : null;
     const event = textEvent(part);
     if (event === null) return;
     if (event.type === EventType.TEXT_MESSAGE_START) this.#open.add(part.id);
@@ -84,8 +108,52 @@ export class AguiEventStream implements ReplyStream {
     this.#push(event);
   }
 
+  /** What the flow yielded beyond its text: its text parts came before (a step or a tool call closes the text). */
+  #flowEvent(event: FlowEvent): void {
+    switch (event.type) {
+      case "step":
+        this.#finishStep();
+        this.#step = event.name;
+        this.#push({ type: EventType.STEP_STARTED, stepName: event.name });
+        return;
+      case "message":
+        if (event.role === "tool") {
+          if (event.toolCallId !== undefined) {
+            this.#push({
+              type: EventType.TOOL_CALL_RESULT,
+              messageId: crypto.randomUUID(),
+              toolCallId: event.toolCallId,
+              content: event.content,
+              role: "tool",
+            });
+          }
+          return;
+        }
+        for (const call of event.toolCalls ?? []) {
+          const parent = this.#justEnded === null ? {} : { parentMessageId: this.#justEnded };
+          this.#push({ type: EventType.TOOL_CALL_START, toolCallId: call.id, toolCallName: call.name, ...parent });
+          this.#push({ type: EventType.TOOL_CALL_ARGS, toolCallId: call.id, delta: JSON.stringify(call.arguments ?? {}) });
+          this.#push({ type: EventType.TOOL_CALL_END, toolCallId: call.id });
+        }
+        return;
+      case "state":
+        // A state the flow cleared (undefined) has no snapshot: AG-UI's is a value.
+        if (event.state !== undefined) this.#push({ type: EventType.STATE_SNAPSHOT, snapshot: event.state });
+        return;
+      default:
+        return;
+    }
+  }
+
+  #finishStep(): void {
+    if (this.#step === null) return;
+    this.#push({ type: EventType.STEP_FINISHED, stepName: this.#step });
+    this.#step = null;
+  }
+
   async #end(outcome: RunOutcome): Promise<void> {
     this.#closeText();
+    this.#finishStep();
     if (outcome.status === "error") {
       this.#push({ type: EventType.RUN_ERROR, message: outcome.error ?? "The flow failed.", code: "flow_error" });
     } else {

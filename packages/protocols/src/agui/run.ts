@@ -41,6 +41,7 @@ export async function runAgent(request: IncomingRequest, channelId: string, ctx:
       metadata: { agui_run_id: input.runId },
       request,
       live: true,
+      flowEvents: true,
     });
     return { status: 200, headers: { ...SSE_HEADERS }, body: new AguiEventStream(ctx, run, input) };
   });

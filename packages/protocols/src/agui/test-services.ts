@@ -1,12 +1,43 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelPlugin, type ChannelService, createChannelService, definePlugin, externalConversationId, type RunOutcome } from "@channelkit/core";
+import {
+  type ChannelPlugin,
+  type ChannelService,
+  createChannelService,
+  defineFlow,
+  definePlugin,
+  externalConversationId,
+  message,
+  type RunOutcome,
+  setState,
+  step,
+  text,
+} from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
 import { createTestDatabase } from "@channelkit/testkit";
 import { aguiChannels } from "./index.js";
+
+/**
+ * A flow that calls a tool as a model's agent loop does: it says what it does, calls
+ * `weather` with the city, reads its result, keeps the city in its state and answers.
+ */
+export const weather = defineFlow({
+  name: "weather",
+  version: "1",
+  async *run(ctx) {
+    yield step("plan", "llm");
+    yield text("Let me look that up.");
+    yield message("", { toolCalls: [{ id: "call_weather_1", name: "weather", arguments: { city: ctx.payload } }] });
+    yield step("weather", "tool");
+    yield message(JSON.stringify({ city: ctx.payload, sky: "sunny" }), { role: "tool", toolCallId: "call_weather_1" });
+    yield setState({ lastCity: ctx.payload });
+    yield step("answer", "llm");
+    yield text(`It is sunny in ${ctx.payload}.`);
+  },
+});
 
 /** A database the tests open twice, and how to remove it. */
 export interface TestDatabase {
@@ -68,7 +99,7 @@ export class TwoInstances {
       this.storages.push(storage);
       const service = await createChannelService({
         storage,
-        flows: demoFlows,
+        flows: [...demoFlows, weather],
         secretKey,
         plugins: [aguiChannels(), this.runEnds.plugin()],
         logger: { warn() {}, error() {} },
