@@ -53,7 +53,8 @@ export interface Runs {
   start(input: RunFlowInput): Promise<StartedRun>;
   /**
    * Stops a run in flight wherever it runs: at once on this instance, through the store's
-   * feed on another instance on the same database. It is stored `cancelled` with what it
+   * feed on another instance on the same database when it was started `stoppable`. It is
+   * stored `cancelled` with what it
    * produced so far, as a run whose client left. Resolves once asked, to whether the run was
    * running here; a run that already ended is left as stored. (A channel with resumable
    * streams also has `ctx.streams.cancel`, by conversation, which waits for the stored end.)

@@ -6,7 +6,6 @@ import { memoryStorage } from "../storage/memory.js";
 import type { LiveFeed, Storage } from "../storage/types.js";
 import { inProcessFeed } from "./feed.js";
 import type { LiveChatProvider } from "./provider.js";
-import { RUN_STOP_TOPIC } from "../runs/lifecycle.js";
 
 /** A feed that counts its live subscriptions. */
 function countingFeed(): LiveFeed & { subscribed: () => number } {
@@ -16,8 +15,6 @@ function countingFeed(): LiveFeed & { subscribed: () => number } {
     publish: (topic, message) => feed.publish(topic, message),
     async subscribe(topic, listener) {
       const stop = await feed.subscribe(topic, listener);
-      // The service's own subscription to runs stopped from other instances, made at its first run, is no user's.
-      if (topic === RUN_STOP_TOPIC) return stop;
       live++;
       let stopped = false;
       return () => {

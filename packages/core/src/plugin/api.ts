@@ -42,7 +42,7 @@ export type {
   Runs,
   ServiceContext,
 } from "../context.js";
-export { toResponse, type IncomingRequest, type Reply, type ReplyChunk, type ReplyStream, type RequestHeaders } from "../http/reply.js";
+export { fromResponse, toResponse, type IncomingRequest, type Reply, type ReplyChunk, type ReplyStream, type RequestHeaders } from "../http/reply.js";
 export type { RouteParams, RouteRequest } from "../plugins.js";
 
 // Answering: JSON, errors in the contract's envelope, server-sent events.

@@ -83,7 +83,7 @@ export class RunLifecycle {
   /** The same runs by id, and each one's id: what {@link cancel} finds. */
   readonly #byId = new Map<string, RunAbort>();
   readonly #idOf = new WeakMap<RunAbort, string>();
-  /** The subscription to stops asked for by other instances: made when a run is first admitted, kept until `close()`. */
+  /** The subscription to stops asked for by other instances: made when a stoppable run is first admitted, kept until `close()`. */
   #stopsFeed: Promise<(() => void) | undefined> | undefined;
   #closed: Error | null = null;
   /** Who waits for no run to be in flight: `close()` and `drain()`. */
@@ -130,16 +130,18 @@ export class RunLifecycle {
 
   /**
    * A new run's abort, aborted when the service closes. Call {@link release} once it is stored.
-   * With its `runId`, {@link cancel} finds it, from this instance or another.
+   * With its `runId`, {@link cancel} finds it on this instance, and from another one when it
+   * is `stoppable`: this instance then listens on the feed (an SQLite feed polls while anyone
+   * listens, so a service whose runs are never stopped from elsewhere does not listen).
    */
-  admit(runId?: string): RunAbort {
+  admit(runId?: string, stoppable = false): RunAbort {
     const abort = new RunAbort();
     if (this.#closed) abort.abort(this.#closed);
     this.#runs.add(abort);
     if (runId !== undefined) {
       this.#byId.set(runId, abort);
       this.#idOf.set(abort, runId);
-      this.#followStops();
+      if (stoppable) this.#followStops();
     }
     return abort;
   }
@@ -221,8 +223,9 @@ export class RunLifecycle {
 
   /**
    * Stops a run wherever it runs: here at once, on another instance on the same database
-   * through the store's feed (a store without one has one instance). Answers whether the run
-   * was running here. A run that ended, or that no instance runs, is left as stored.
+   * through the store's feed when the run is stoppable (a store without a feed has one
+   * instance). Answers whether the run was running here. A run that ended, or that no
+   * instance runs, is left as stored.
    */
   async cancel(runId: string, reason: unknown): Promise<boolean> {
     const local = this.#byId.get(runId);

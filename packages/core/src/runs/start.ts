@@ -54,6 +54,12 @@ export interface StartRunInput {
    * each after the text parts it made: for a channel that shows tool calls, steps or state.
    */
   flowEvents?: boolean;
+  /**
+   * Whether another instance may stop the run (`ctx.runs.cancel` there): this instance then
+   * listens for stops on the store's feed, from this run on. A run is always stoppable on the
+   * instance that runs it.
+   */
+  stoppable?: boolean;
 }
 
 /** A run that has taken its place in its conversation (its steps' parts: text, or {@link RunPart} with `flowEvents`). */
@@ -92,7 +98,7 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
   }
   const runs = ctx.lifecycle;
   const runId = newRecordId();
-  const abort = runs.admit(runId);
+  const abort = runs.admit(runId, input.stoppable === true);
   const conversation: RunConversation = {
     id: input.conversation?.id ?? input.newConversationId ?? newRecordId(),
     tenantId: channel.tenantId,

@@ -43,6 +43,8 @@ export class FlowExecutor implements AgentExecutor {
         // A task outlives its connection (GetTask, SubscribeToTask): only CancelTask stops it.
         request: null,
         live: true,
+        // CancelTask may come to any instance.
+        stoppable: true,
       });
     } catch (error) {
       if (!isServiceError(error)) throw error;

@@ -2,7 +2,7 @@ import { describeWithPostgres } from "@channelkit/testkit";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type McpTestChannel, postgresDatabase, sqliteDatabase, type TestDatabase, TwoInstances } from "./test-services.js";
+import { MCP_STREAMS_PER_KEY, type McpTestChannel, postgresDatabase, sqliteDatabase, type TestDatabase, TwoInstances } from "./test-services.js";
 
 const SECRET_KEY = "b7".repeat(32);
 
@@ -28,12 +28,14 @@ function mcpTests(name: string, database: () => Promise<TestDatabase>) {
     let echo: McpTestChannel;
     let ask: McpTestChannel;
     let fail: McpTestChannel;
+    let slow: McpTestChannel;
 
     beforeAll(async () => {
       await instances.start(await database(), SECRET_KEY);
       echo = await instances.channel("echo", { tool_name: "echo_agent", tool_description: "Echoes what it is told.", server_name: "Echo server" });
       ask = await instances.channel("ask");
       fail = await instances.channel("fail");
+      slow = await instances.channel("slow");
     });
     afterAll(() => instances.stop());
 
@@ -103,6 +105,40 @@ function mcpTests(name: string, database: () => Promise<TestDatabase>) {
       const invalid = await (await instances.connect(echo)).callTool({ name: "echo_agent", arguments: { message: "" } });
       expect(invalid.isError).toBe(true);
       expect(textOf(invalid)).toMatch(/Input validation error[\s\S]*message must not be empty/);
+    });
+
+    it("counts a tool call's event stream against the key's cap on open streams: past it, 429 too_many_streams, on the instance that holds them", async () => {
+      const client = await instances.connect(slow);
+      let firstWords = 0;
+      const calls = Array.from({ length: MCP_STREAMS_PER_KEY }, () =>
+        client.callTool({ name: "ask", arguments: { message: "go" } }, undefined, {
+          onprogress: () => void firstWords++,
+          resetTimeoutOnProgress: true,
+        }),
+      );
+      // Both calls stream: each has sent its first progress.
+      for (let i = 0; i < 500 && firstWords < MCP_STREAMS_PER_KEY; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(firstWords).toBeGreaterThanOrEqual(MCP_STREAMS_PER_KEY);
+      const call = (accept: string) =>
+        fetch(`${instances.url()}/channels/mcp/${slow.id}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${slow.key}`, "content-type": "application/json", accept },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/list", params: {} }),
+        });
+      const refused = await call("application/json, text/event-stream");
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(await refused.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32001, data: { code: "too_many_streams" } } });
+      // The other instance counts its own streams; a client that takes no event stream is the SDK's 406, never counted.
+      const other = await fetch(`${instances.url(1)}/channels/mcp/${slow.id}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${slow.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "tools/list", params: {} }),
+      });
+      expect(other.status).toBe(200);
+      await other.text();
+      expect((await call("application/json")).status).toBe(406);
+      for (const result of await Promise.all(calls)) expect(result.isError).not.toBe(true);
     });
 
     it("refuses a wrong key with 401 before MCP: the contract's code in the JSON-RPC error", async () => {

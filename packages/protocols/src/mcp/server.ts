@@ -1,4 +1,4 @@
-import { authenticateRequest, type IncomingRequest, isServiceError, ServiceError, type ServiceContext } from "@channelkit/core";
+import { authenticateRequest, fromResponse, type IncomingRequest, isServiceError, type Reply, ServiceError, type ServiceContext } from "@channelkit/core";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { MCP_CHANNEL_TYPE, mcpSettingsOf } from "./settings.js";
@@ -15,11 +15,14 @@ export const SERVICE_ERROR_RPC_CODE = -32001;
  * SDK's Streamable HTTP transport in stateless mode: a server and a transport per request, so
  * that any instance answers any request (the conversation, not a session, carries the state).
  * The key is checked first: a refusal is the contract's status with a JSON-RPC error whose
- * `data` holds the contract's code and message, as the SDK's client shows it.
+ * `data` holds the contract's code and message, as the SDK's client shows it. An answer as
+ * server-sent events (a tool call's, with its progress) holds its connection for the run: it
+ * counts against the caps on open streams, past which the request is 429 `too_many_streams`.
  */
-export async function handleMcp(request: IncomingRequest, channelId: string, ctx: ServiceContext, body: Uint8Array): Promise<Response> {
+export async function handleMcp(request: IncomingRequest, channelId: string, ctx: ServiceContext, body: Uint8Array): Promise<Response | Reply> {
   try {
-    const { channel } = await authenticateRequest(request, ctx, { channelTypes: [MCP_CHANNEL_TYPE] });
+    const found = await authenticateRequest(request, ctx, { channelTypes: [MCP_CHANNEL_TYPE] });
+    const { channel } = found;
     // Another MCP channel's key is no key of this one.
     if (channel.id !== channelId) throw new ServiceError("invalid_api_key", "This key is not the key of the channel in the path.");
     const settings = mcpSettingsOf(channel.settings);
@@ -35,7 +38,10 @@ export async function handleMcp(request: IncomingRequest, channelId: string, ctx
     );
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, maxRequestBodySize: ctx.maxBodyBytes });
     await server.connect(transport);
-    return await transport.handleRequest(webRequest(request, body));
+    const answer = () => transport.handleRequest(webRequest(request, body));
+    // A client that takes no event stream is answered JSON, whole: no stream to count.
+    if (!(request.headers.get("accept") ?? "").includes("text/event-stream")) return await answer();
+    return await ctx.openStreams.forKey(request, found, async () => fromResponse(await answer()));
   } catch (error) {
     if (!isServiceError(error)) throw error;
     return rpcError(await ctx.limits.afterRefusal(request, error));

@@ -35,6 +35,9 @@ export interface McpTestChannel {
   key: string;
 }
 
+/** The cap on a key's open streams in the tests' services. */
+export const MCP_STREAMS_PER_KEY = 2;
+
 /**
  * Two services on one database, each on its own connection and its own HTTP server on
  * 127.0.0.1, as two instances behind a load balancer: the MCP plugin and the demo flows.
@@ -51,7 +54,15 @@ export class TwoInstances {
     const first = database.open();
     await first.migrate({ plugins: [mcpChannels()] });
     for (const storage of [first, database.open()]) {
-      const service = await createChannelService({ storage, flows: demoFlows, secretKey, plugins: [mcpChannels()], logger: { warn() {}, error() {} } });
+      const service = await createChannelService({
+        storage,
+        flows: demoFlows,
+        secretKey,
+        plugins: [mcpChannels()],
+        // Two streams at once per key: a call that just ended may hold its slot a moment more.
+        streamLimits: { perKey: MCP_STREAMS_PER_KEY },
+        logger: { warn() {}, error() {} },
+      });
       this.services.push(service);
       this.servers.push(await serve(service, { port: 0, host: "127.0.0.1" }));
     }
