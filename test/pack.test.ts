@@ -105,7 +105,7 @@ import { channelkit as fastifyPlugin } from "@channelkit/fastify";
 import { channelkit as honoApp } from "@channelkit/hono";
 import { postgres } from "@channelkit/kysely";
 import { chatChannels } from "@channelkit/chat";
-import { aguiChannels } from "@channelkit/protocols";
+import { a2aChannels, aguiChannels, mcpChannels } from "@channelkit/protocols";
 let missing = "";
 try {
   postgres("postgres://127.0.0.1:1/none");
@@ -117,7 +117,7 @@ console.log(JSON.stringify({
   adapter: typeof toResponse,
   frameworks: [typeof mountChannelkit, typeof fastifyPlugin, typeof honoApp],
   chatTypes: chatChannels().channelTypes.map((type) => type.name),
-  protocolTypes: aguiChannels().channelTypes.map((type) => type.name),
+  protocolTypes: [aguiChannels(), mcpChannels(), a2aChannels()].flatMap((plugin) => plugin.channelTypes.map((type) => type.name)),
   missing,
 }));
 `;
@@ -218,7 +218,7 @@ describe("the packed packages, installed in a new app", () => {
       adapter: "function",
       frameworks: ["function", "function", "function"],
       chatTypes: ["slack", "teams", "telegram", "whatsapp", "discord", "gchat"],
-      protocolTypes: ["agui"],
+      protocolTypes: ["agui", "mcp", "a2a"],
       missing: "channelkit: postgres() needs the pg package: npm install pg",
     });
   });
