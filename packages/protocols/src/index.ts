@@ -11,4 +11,4 @@ export {
   a2aSettingsSchema,
 } from "./a2a/index.js";
 export { AGUI_CHANNEL_TYPE, AGUI_PATH, aguiChannels, aguiChannelType } from "./agui/index.js";
-export { MCP_CHANNEL_TYPE, MCP_PATH, type McpSettings, mcpChannels, mcpChannelType, mcpSettingsSchema, SERVICE_ERROR_RPC_CODE } from "./mcp/index.js";
+export { MCP_CHANNEL_TYPE, MCP_PATH, MCP_SERVICE_ERROR_RPC_CODE, type McpSettings, mcpChannels, mcpChannelType, mcpSettingsSchema } from "./mcp/index.js";
