@@ -72,6 +72,7 @@ const OPTIONS = {
   trustProxy: true,
   streamLimits: true,
   openapi: true,
+  health: true,
 } satisfies Record<keyof ChannelkitConfig, true>;
 
 /** The methods of a storage the command calls (a storage object without one of them is refused by name). */

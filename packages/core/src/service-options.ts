@@ -20,6 +20,7 @@ const KNOWN = [
   "trustProxy",
   "streamLimits",
   "openapi",
+  "health",
   "channels",
 ] as const;
 

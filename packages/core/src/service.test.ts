@@ -40,6 +40,8 @@ describe("service.routes", () => {
         { method: "POST", path: "/chat/public/widget/chat/:chat_id/cancel" },
         { method: "GET", path: "/chat/ping" },
         { method: "GET", path: "/chat/public/v1/openapi.json" },
+        { method: "GET", path: "/chat/healthz" },
+        { method: "GET", path: "/chat/readyz" },
         // The derived preflights, one per path of a route with `cors`, after the routes.
         { method: "OPTIONS", path: "/chat/public/v1/api/execute" },
         { method: "OPTIONS", path: "/chat/public/v1/api/conversations/:session_id/messages" },

@@ -23,6 +23,7 @@ import { memoryRateLimitStore, type RateLimitStore } from "./ratelimit/store.js"
 import { DEFAULT_STREAM_LIMITS, OpenStreams, type StreamLimits, streamLimitsSchema } from "./ratelimit/open-streams.js";
 import { openApiDocument } from "./openapi/document.js";
 import { openApiPlugin } from "./openapi/route.js";
+import { healthPlugin } from "./health/route.js";
 import { routerEntries } from "./plugin/mount.js";
 import { BUILT_IN_CHANNEL_TYPES, mountPlugins, PluginRegistry } from "./plugin/registry.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
@@ -125,6 +126,13 @@ export interface ChannelServiceOptions {
    * out (a 404 like any unknown path); `openApiDocument()` still makes the document.
    */
   openapi?: boolean;
+  /**
+   * Whether the service answers the probes `GET /healthz` (the process answers) and
+   * `GET /readyz` (the storage answers, migrations are applied, not closing: else 503), under
+   * its `basePath`, off the rate limits (default `true`). `false` leaves them out, for a host
+   * that has its own.
+   */
+  health?: boolean;
 }
 
 /** The `rateLimits` option: {@link ServiceRateLimits} to replace, and where to count. */
@@ -283,6 +291,9 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
 
   const plugins = [...(options.channels ?? defaultChannels()), ...(options.livechat ? [options.livechat] : []), ...(options.plugins ?? [])];
   if (options.openapi !== false) plugins.push(openApiPlugin(() => openApiDocument({ plugins: mounted, basePath })));
+  // Set when `close()` begins: not ready from then on, while the runs in flight drain.
+  let closing = false;
+  if (options.health !== false) plugins.push(healthPlugin({ storage: options.storage, plugins: () => mounted, closing: () => closing }));
   const mounted = await mountPlugins(plugins, ctx, pluginRegistry);
   // Once the plugins registered their channel types: a channel of a type none registers is told of.
   await checkChannels(ctx);
@@ -322,6 +333,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     routes: Object.freeze(routes),
     admin: createChannelAdmin(ctx),
     async close(closeOptions = {}) {
+      closing = true;
       // Subscriptions never end by themselves: a server waiting for its connections would wait forever.
       internals.livechat.endStreams();
       internals.streams.close();

@@ -1,5 +1,5 @@
 import net from "node:net";
-import { type ChannelService, createChannelService, defineFlow, type Logger, step, text, type UIStreamEvent } from "@channelkit/core";
+import { type ChannelService, createChannelService, defineFlow, type Logger, READY_STORAGE_TIMEOUT_MS, step, text, type UIStreamEvent } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { type KyselyStorage, postgres, type PostgresOptions } from "@channelkit/kysely";
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from "@channelkit/testkit";
@@ -585,6 +585,36 @@ describeWithPostgres("Postgres faults", (serverUrl) => {
       ]);
       expect(crashes).toEqual([]);
     });
+  });
+
+  it("GET /readyz is 503 storage unreachable while the database is cut or silent (within its 2 s), 200 once it answers again; /healthz stays 200", async () => {
+    const probe = async (path: string) => {
+      const response = await fetch(server.url + path, { signal: AbortSignal.timeout(BOUND_MS + 5000) });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    expect(await probe("/readyz")).toEqual({
+      status: 200,
+      body: { status: "ready", storage: "ok", migrations: "current", pending: [], draining: false },
+    });
+    proxy.cut();
+    expect(await probe("/readyz")).toEqual({
+      status: 503,
+      body: { status: "not_ready", storage: "unreachable", migrations: "unknown", pending: [], draining: false },
+    });
+    expect(await probe("/healthz")).toEqual({ status: 200, body: { status: "ok" } });
+    proxy.restore();
+    expect((await probe("/readyz")).status).toBe(200);
+    // A database that accepts and never answers: the probe does not wait past its bound.
+    proxy.blackHole();
+    const { value: silent, ms } = await timed(() => probe("/readyz"));
+    expect(silent).toMatchObject({ status: 503, body: { storage: "unreachable" } });
+    expect(ms).toBeLessThan(READY_STORAGE_TIMEOUT_MS + 1000);
+    proxy.restore({ forgetOld: true });
+    // Ready again once the pool has replaced the connections lost in the black hole (each within its query timeout).
+    const deadline = Date.now() + 10_000;
+    let again = await probe("/readyz");
+    while (again.status !== 200 && Date.now() < deadline) again = await probe("/readyz");
+    expect(again).toMatchObject({ status: 200, body: { storage: "ok" } });
   });
 
   it("the process never crashed, and the service still answers", async () => {

@@ -19,6 +19,7 @@ import { createChannelService } from "../service.js";
 import { memoryStorage } from "../storage/memory.js";
 import { type OpenApiDocument, openApiDocument, routeKey } from "./document.js";
 import { OPENAPI_PATH, openApiPlugin } from "./route.js";
+import { healthPlugin } from "../health/route.js";
 
 const quiet = { warn() {}, error() {} };
 const ADMIN_SECRET = "an-admin-secret-of-at-least-32-characters";
@@ -191,8 +192,9 @@ describe("GET /public/v1/openapi.json", () => {
       expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
       expect(response.headers.get("access-control-allow-origin")).toBe("https://app.test");
       const served = (await response.json()) as OpenApiDocument;
-      // The plugins in the order the service mounts them: its channels, its live chat, its plugins, the document's route.
-      const plugins = [apiChannel(), webhookChannel(), widgetChannel(), liveChatInbox(), adminApi(), openApiPlugin(() => served)];
+      // The plugins in the order the service mounts them: its channels, its live chat, its plugins, the document's route, the probes.
+      const health = healthPlugin({ storage: memoryStorage(), plugins: () => [], closing: () => false });
+      const plugins = [apiChannel(), webhookChannel(), widgetChannel(), liveChatInbox(), adminApi(), openApiPlugin(() => served), health];
       expect(served).toEqual(JSON.parse(JSON.stringify(openApiDocument({ plugins, basePath: "/chat" }))));
       // Each route of the service is an operation of it, and each operation a route.
       expect(operationKeys(served).sort()).toEqual(service.routes.map((route) => routeKey(route.method, route.path.slice("/chat".length))).sort());
