@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { externalConversationId } from "@channelkit/core";
 import { createTestDatabase, describeWithPostgres } from "@channelkit/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SlackStandIn, STANDIN_BOT } from "../packages/chat/src/slack-standin.js";
@@ -541,6 +542,163 @@ describe("runtime examples, as their READMEs run them", () => {
         await checkReadmeExecute("workers", server, key as string);
       } finally {
         await server.stop();
+      }
+    });
+  });
+});
+
+/*
+ * examples/agent-protocols as its README runs it: the server started twice at once on one
+ * database (two instances behind a load balancer), then each protocol's client script, its
+ * first message to one instance and the next, in the same conversation, to the other.
+ */
+describe("examples/agent-protocols", () => {
+  const EXAMPLE = join(ROOT, "examples", "agent-protocols");
+  const PROTOCOLS = [
+    { script: "mcp", label: "MCP", type: "mcp" },
+    { script: "a2a", label: "A2A", type: "a2a" },
+    { script: "agui", label: "AG-UI", type: "agui" },
+  ] as const;
+  let dir = "";
+  let servers: Started[] = [];
+  beforeAll(async () => {
+    // The example imports the packages' dist: built here when a source is newer.
+    await ensureBuilt();
+    dir = await mkdtemp(join(tmpdir(), "channelkit-agent-protocols-"));
+  }, 180_000);
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The channels a start printed, by type: `MCP (channel <id>): <endpoint> key <key>`. */
+  function printedChannels(server: Started): Record<string, { id: string; endpoint: string; key: string }> {
+    const channels: Record<string, { id: string; endpoint: string; key: string }> = {};
+    for (const { label, type } of PROTOCOLS) {
+      const found = server.output().match(new RegExp(`^${label} \\(channel ([\\w-]+)\\): (\\S+) key (svc_\\w+)$`, "m"));
+      expect(found, server.output()).not.toBeNull();
+      const [, id, endpoint, key] = found as unknown as [string, string, string, string];
+      channels[type] = { id, endpoint, key };
+    }
+    return channels;
+  }
+
+  /** Runs a client script of the package (`npm run <name>`'s command) with these messages and environment; answers its stdout. */
+  async function client(name: string, messages: string[], env: Record<string, string>): Promise<string> {
+    const scripts = (JSON.parse(await readFile(join(EXAMPLE, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+    const [command, file] = (scripts[name] as string).split(" ");
+    expect(command).toBe("node");
+    const { stdout } = await run(process.execPath, [file as string, ...messages], { cwd: EXAMPLE, env: { ...process.env, ...env }, timeout: 30_000 });
+    return stdout;
+  }
+
+  /** What a conversation's history holds, read with the channel's key on the API channel's route. */
+  async function history(url: string, conversationId: string, key: string): Promise<string[]> {
+    const response = await fetch(`${url}/public/v1/api/conversations/${conversationId}/messages`, { headers: { authorization: `Bearer ${key}` } });
+    expect(response.status).toBe(200);
+    const { messages } = (await response.json()) as { messages: { role: string; content: string }[] };
+    return messages.map((message) => `${message.role}: ${message.content}`);
+  }
+
+  async function checkTwoInstances(db: string, config: string): Promise<void> {
+    servers = await Promise.all([
+      start("agent-protocols", db, { CHANNELKIT_EXAMPLE_CONFIG: config }),
+      start("agent-protocols", db, { CHANNELKIT_EXAMPLE_CONFIG: config }),
+    ]);
+    const [one, two] = servers as [Started, Started];
+    try {
+      // One of them created the tenant and the channels, the other found them and their keys.
+      const tenants = servers.map((server) =>
+        server
+          .output()
+          .match(/^Tenant "Agent protocols" \(([\w-]+)\): (\d) channels created, (\d) found/m)
+          ?.slice(1),
+      );
+      expect(tenants[0]?.[0], one.output()).toBe(tenants[1]?.[0]);
+      expect(tenants.map((tenant) => tenant?.slice(1).join(",")).sort()).toEqual(["0,3", "3,0"]);
+      const channels = printedChannels(one);
+      const again = printedChannels(two);
+      for (const { type } of PROTOCOLS) {
+        const { id, key } = channels[type] as { id: string; key: string };
+        expect(again[type]).toEqual({ id, key, endpoint: `${two.url}/channels/${type}/${id}` });
+        expect(channels[type]?.endpoint).toBe(`${one.url}/channels/${type}/${id}`);
+      }
+      const written = JSON.parse(await readFile(config, "utf8")) as { url: string; channels: Record<string, { id: string; key: string }> };
+      expect([one.url, two.url]).toContain(written.url);
+      for (const { type } of PROTOCOLS) expect(written.channels[type]).toMatchObject({ id: channels[type]?.id, key: channels[type]?.key });
+
+      // The A2A card, without a key, with the settings the example gave the channel.
+      const a2a = channels.a2a as { id: string; key: string };
+      const card = await fetch(`${two.url}/channels/a2a/${a2a.id}/.well-known/agent-card.json`);
+      expect(card.status).toBe(200);
+      expect(await card.json()).toMatchObject({ name: "Notes agent", skills: [expect.objectContaining({ id: "notes", name: "Notes" })] });
+
+      // Each client script: its first message to one instance, the second to the other, in one conversation.
+      const env = { CHANNELKIT_EXAMPLE_CONFIG: config, CHANNELKIT_URL: one.url, CHANNELKIT_URL_2: two.url };
+      for (const { script, type } of PROTOCOLS) {
+        const { id, key } = channels[type] as { id: string; key: string };
+        const stdout = await client(script, [`first over ${type}`, `second over ${type}`], env);
+        const lines = stdout.trimEnd().split("\n");
+        expect([lines[0], lines[1], lines[3], lines[4]], stdout).toEqual([
+          `you: first over ${type}`,
+          `notes: Noted "first over ${type}": note 1 of this conversation.`,
+          `you: second over ${type}`,
+          `notes: Noted "second over ${type}": note 2 of this conversation. Before it: first over ${type}.`,
+        ]);
+        let conversationId: string;
+        if (type === "mcp") {
+          conversationId = lines[2]?.match(/^\(conversation ([\w-]+), continued with its conversation_id\)$/)?.[1] as string;
+        } else if (type === "a2a") {
+          const [, contextId, conversation] = lines[2]?.match(/^\(context ([\w-]+), conversation ([\w-]+), continued with its contextId\)$/) ?? [];
+          conversationId = conversation as string;
+          expect(conversationId).toBe(await externalConversationId({ id }, contextId as string));
+        } else {
+          const threadId = lines[2]?.match(/^\(thread ([\w-]+), continued with its threadId\)$/)?.[1];
+          conversationId = await externalConversationId({ id }, threadId as string);
+        }
+        expect(conversationId, stdout).toBeDefined();
+        // The history holds both turns, in order, on either instance.
+        expect(await history(one.url, conversationId, key)).toEqual([
+          `user: first over ${type}`,
+          `assistant: Noted "first over ${type}": note 1 of this conversation.`,
+          `user: second over ${type}`,
+          `assistant: Noted "second over ${type}": note 2 of this conversation. Before it: first over ${type}.`,
+        ]);
+      }
+
+      // With the default messages and the config's URL (the instance that wrote it last): hello, then again.
+      const defaults = await client("mcp", [], { CHANNELKIT_EXAMPLE_CONFIG: config });
+      expect(defaults).toContain('notes: Noted "again": note 2 of this conversation. Before it: hello.\n');
+    } finally {
+      await Promise.all(servers.map((server) => server.stop()));
+      servers = [];
+    }
+    // No server: each script fails, saying why.
+    for (const { script } of PROTOCOLS) {
+      const failed = await client(script, [], { CHANNELKIT_EXAMPLE_CONFIG: config }).then(
+        () => undefined,
+        (error: { code?: number; stderr?: string }) => error,
+      );
+      expect(failed?.code).toBe(1);
+      expect(failed?.stderr).toMatch(new RegExp(`^${script}-client: .*\\(ECONNREFUSED\\)\\nIs the server running\\?`, "m"));
+    }
+  }
+
+  it(
+    "started twice at once on one SQLite file, provisions one set of channels; each client script talks to one instance and continues its conversation on the other, both turns in history",
+    { timeout: 90_000 },
+    async () => {
+      await checkTwoInstances(join(dir, "agents.db"), join(dir, "agents.json"));
+    },
+  );
+
+  describeWithPostgres("on Postgres", (serverUrl) => {
+    it("started twice at once on one database, the same", { timeout: 90_000 }, async () => {
+      const database = await createTestDatabase(serverUrl);
+      try {
+        await checkTwoInstances(database.url, join(dir, "agents-postgres.json"));
+      } finally {
+        await database.drop();
       }
     });
   });
