@@ -104,6 +104,14 @@ export type * from "./storage/types.js";
 // In-memory storage, for unit tests of your own flows.
 export { memoryStorage } from "./storage/memory.js";
 export { generateApiKey, hashApiKey } from "./auth/api-keys.js";
-export { ABANDONED_RUN_ERROR, newConversationRecord, type StoredChannel, storedChannelPatch, storedMessage } from "./storage/records.js";
+export {
+  ABANDONED_RUN_ERROR,
+  END_USER_METADATA_FIELDS,
+  metadataNamesEndUser,
+  newConversationRecord,
+  type StoredChannel,
+  storedChannelPatch,
+  storedMessage,
+} from "./storage/records.js";
 export { TurnPassedOver } from "./storage/turn-passed-over.js";
 export { createSecretBox } from "./auth/secret-box.js";

@@ -9,7 +9,12 @@ import type {
   ClaimedTurn,
   ClaimTurnInput,
   CompleteRunInput,
+  ConversationQuery,
   ConversationRecord,
+  DeleteConversationsInput,
+  DeleteConversationsResult,
+  DeletedConversation,
+  EndUserQuery,
   KeyWithChannel,
   LiveChatQuery,
   LiveChatUpdate,
@@ -31,8 +36,8 @@ import type {
 } from "@channelkit/core";
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
-import { ABANDONED_RUN_ERROR, newConversationRecord, storedChannelPatch, storedMessage, TurnPassedOver } from "@channelkit/core";
-import type { Kysely, Selectable, Updateable } from "kysely";
+import { ABANDONED_RUN_ERROR, metadataNamesEndUser, newConversationRecord, storedChannelPatch, storedMessage, TurnPassedOver } from "@channelkit/core";
+import { type Kysely, type Selectable, SqliteAdapter, sql, type Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, runBody, type TransactionBody } from "./executor.js";
 import {
   auditToRow,
@@ -359,6 +364,50 @@ export class KyselyStorage implements Storage {
     return rows.map(rowToMessage);
   }
 
+  async deleteConversations(input: DeleteConversationsInput): Promise<DeleteConversationsResult> {
+    const ids = [...new Set(input.conversationIds)];
+    if (ids.length === 0) return { deleted: [], busy: [] };
+    const db = this.db;
+    // The SQLite feed's table (Postgres's feed is NOTIFY, which keeps nothing) holds doorbells naming conversations.
+    const liveFeed = db.getExecutor().adapter instanceof SqliteAdapter;
+    return this.#exec.transaction(() => deleteConversationsBody(db, ids, input, liveFeed));
+  }
+
+  async findEndUserConversations(query: EndUserQuery): Promise<string[]> {
+    // A first cut in SQL (the id as JSON text, anywhere in the metadata), then the exact match on the parsed metadata.
+    const pattern = `%${escapeLike(JSON.stringify(query.externalUserId))}%`;
+    let select = this.db
+      .selectFrom("messages")
+      .innerJoin("conversations", "conversations.id", "messages.conversation_id")
+      .select(["messages.conversation_id", "messages.metadata", "conversations.created_at"])
+      .where(sql<boolean>`${sql.ref("messages.metadata")} like ${pattern} escape '\\'`);
+    if (query.tenantId !== undefined) select = select.where("conversations.tenant_id", "=", query.tenantId);
+    const rows = await this.#exec.rows(select.compile());
+    const found = new Map<string, string>();
+    for (const row of rows) {
+      if (!found.has(row.conversation_id) && metadataNamesEndUser(row.metadata, query.externalUserId)) found.set(row.conversation_id, row.created_at);
+    }
+    return [...found].sort(([a, at], [b, bt]) => (at === bt ? (a < b ? -1 : a > b ? 1 : 0) : at < bt ? -1 : 1)).map(([id]) => id);
+  }
+
+  async listConversations(query: ConversationQuery): Promise<ConversationRecord[]> {
+    if (query.limit <= 0 || query.ids?.length === 0) return [];
+    const { before } = query;
+    let select = this.db.selectFrom("conversations").select(CONVERSATION_COLUMNS);
+    if (query.tenantId !== undefined) select = select.where("tenant_id", "=", query.tenantId);
+    if (query.channelId !== undefined) select = select.where("channel_id", "=", query.channelId);
+    if (query.since !== undefined) select = select.where("created_at", ">=", query.since);
+    if (query.until !== undefined) select = select.where("created_at", "<", query.until);
+    if (query.ids !== undefined) select = select.where("id", "in", [...query.ids]);
+    if (before !== undefined) {
+      select = select.where((eb) =>
+        eb.or([eb("created_at", "<", before.createdAt), eb.and([eb("created_at", "=", before.createdAt), eb("id", "<", before.id)])]),
+      );
+    }
+    const rows = await this.#exec.rows(select.orderBy("created_at", "desc").orderBy("id", "desc").limit(query.limit).compile());
+    return rows.map(rowToConversation);
+  }
+
   async findRun(id: string) {
     const row = (await this.#exec.rows(this.db.selectFrom("runs").selectAll().where("id", "=", id).compile()))[0];
     return row ? rowToRun(row) : null;
@@ -484,6 +533,98 @@ export class KyselyStorage implements Storage {
     const rows = await this.#exec.rows(select.orderBy("timestamp", "desc").orderBy("id", "desc").limit(query.limit).compile());
     return rows.map(rowToAudit);
   }
+}
+
+/** `text` for a `LIKE` pattern whose escape character is a backslash: its `%`, `_` and backslashes match themselves. */
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (character) => `\\${character}`);
+}
+
+/** Counts by conversation id, from rows of `(conversation_id, n)`. */
+function countsOf(rows: { conversation_id: string; n: unknown }[]): Map<string, number> {
+  return new Map(rows.map((row) => [row.conversation_id, Number(row.n)]));
+}
+
+/**
+ * {@link KyselyStorage.deleteConversations}'s transaction: the conversations' rows locked
+ * first (an update that changes nothing), so that a run taking a ticket meanwhile either
+ * comes before (and the conversation is busy) or finds it gone; then every row of theirs,
+ * children before the conversations their foreign keys name.
+ */
+function* deleteConversationsBody(
+  db: Kysely<Database>,
+  ids: string[],
+  input: DeleteConversationsInput,
+  liveFeed: boolean,
+): TransactionBody<DeleteConversationsResult> {
+  let lock = db
+    .updateTable("conversations")
+    .set((eb) => ({ updated_at: eb.ref("updated_at") }))
+    .where("id", "in", ids);
+  if (input.tenantId !== undefined) lock = lock.where("tenant_id", "=", input.tenantId);
+  const found = yield* rowsOf(lock.returning(["id", "tenant_id", "channel_id", "serving", "next_ticket", "lease_until"]).compile());
+  const busy = found
+    .filter((row) => Number(row.serving) < Number(row.next_ticket) && row.lease_until !== null && row.lease_until >= input.now)
+    .map((row) => row.id);
+  if (busy.length > 0 || found.length === 0) return { deleted: [], busy };
+  const gone = found.map((row) => row.id);
+  const messages = countsOf(
+    yield* rowsOf(
+      db
+        .selectFrom("messages")
+        .select((eb) => ["conversation_id", eb.fn.countAll().as("n")])
+        .where("conversation_id", "in", gone)
+        .groupBy("conversation_id")
+        .compile(),
+    ),
+  );
+  const runs = countsOf(
+    yield* rowsOf(
+      db
+        .selectFrom("runs")
+        .select((eb) => ["conversation_id", eb.fn.countAll().as("n")])
+        .where("conversation_id", "in", gone)
+        .groupBy("conversation_id")
+        .compile(),
+    ),
+  );
+  yield* rowsOf(
+    db
+      .deleteFrom("run_stream_chunks")
+      .where("run_id", "in", db.selectFrom("runs").select("id").where("conversation_id", "in", gone))
+      .compile(),
+  );
+  yield* rowsOf(db.deleteFrom("runs").where("conversation_id", "in", gone).compile());
+  yield* rowsOf(db.deleteFrom("messages").where("conversation_id", "in", gone).compile());
+  for (const row of found) {
+    // A conversation's id is a UUID (no LIKE wildcard in it): an answer or a key that names it is its own.
+    yield* rowsOf(db.deleteFrom("idempotency_keys").where("channel_id", "=", row.channel_id).where("response_body", "like", `%${row.id}%`).compile());
+    yield* rowsOf(db.deleteFrom("plugin_kv").where("key", "like", `%${row.id}%`).compile());
+    if (liveFeed) {
+      yield* rowsOf(
+        db
+          .deleteFrom("live_feed")
+          .where((eb) => eb.or([eb("topic", "like", `%${row.id}%`), eb("message", "like", `%${row.id}%`)]))
+          .compile(),
+      );
+    }
+  }
+  yield* rowsOf(db.deleteFrom("conversations").where("id", "in", gone).compile());
+  const deleted: DeletedConversation[] = found.map((row) => ({
+    id: row.id,
+    tenantId: row.tenant_id,
+    channelId: row.channel_id,
+    messages: messages.get(row.id) ?? 0,
+    runs: runs.get(row.id) ?? 0,
+  }));
+  if (input.audit)
+    yield* rowsOf(
+      db
+        .insertInto("audit_events")
+        .values(auditToRow(input.audit(deleted)))
+        .compile(),
+    );
+  return { deleted, busy: [] };
 }
 
 type Queries = ReturnType<typeof requestPathQueries>;

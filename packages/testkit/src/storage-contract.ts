@@ -7,6 +7,10 @@ import type {
   ClaimTurnInput,
   CompleteRunInput,
   ConversationMode,
+  ConversationQuery,
+  DeleteConversationsInput,
+  DeletedConversation,
+  EndUserQuery,
   IdempotencyClaim,
   IdempotencyStore,
   IdempotentResponse,
@@ -20,6 +24,7 @@ import type {
 } from "@channelkit/core";
 import { TurnPassedOver } from "@channelkit/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FilledConversation, fillConversation } from "./conversation-rows.js";
 
 /**
  * A storage for {@link storageContract}: the storage alone, or with what removes what it
@@ -1361,6 +1366,133 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         const all = await storage.listRecentMessages(c.id, 1000);
         expect(all.map((m) => m.turnIndex)).toEqual(Array.from({ length: 2 + 3 * RUNS }, (_, i) => i));
         expect(new Set(all.map((m) => m.content)).size).toBe(all.length);
+      });
+    });
+
+    describe("deleting conversations, finding an end user's, listing them", () => {
+      const deleteConversations = (input: DeleteConversationsInput) => {
+        if (!storage.deleteConversations) throw new Error(`${name} cannot delete conversations (storage.deleteConversations)`);
+        return storage.deleteConversations(input);
+      };
+      const findEndUser = (query: EndUserQuery) => {
+        if (!storage.findEndUserConversations) throw new Error(`${name} cannot find an end user's conversations (storage.findEndUserConversations)`);
+        return storage.findEndUserConversations(query);
+      };
+      const list = (query: ConversationQuery) => {
+        if (!storage.listConversations) throw new Error(`${name} cannot list conversations (storage.listConversations)`);
+        return storage.listConversations(query);
+      };
+      const NOW = at(3600);
+      const PLUGIN = "contract-delete";
+
+      /** Everything the storage shows of a conversation through its interface. */
+      async function shown(c: FilledConversation) {
+        return {
+          conversation: await storage.findConversation(c.id),
+          messages: (await storage.listRecentMessages(c.id, 100)).length,
+          runs: (await Promise.all(c.runIds.map((id) => storage.findRun(id)))).filter((run) => run !== null).length,
+          streams: (await Promise.all(c.runIds.map((id) => storage.runStreams?.read(id, 0) ?? null))).filter((stream) => stream !== null).length,
+        };
+      }
+
+      it("deletes a conversation with its messages, runs, streams, live chat and plugin values, in one call that records its audit event; another is untouched", async () => {
+        const { tenant, channel } = await seed();
+        const doomed = await fillConversation(storage, channel, { externalUserId: "user-1", pluginId: PLUGIN });
+        const kept = await fillConversation(storage, channel, { externalUserId: "user-2", pluginId: PLUGIN });
+        expect(await shown(doomed)).toMatchObject({ messages: 5, runs: 2, streams: 1 });
+
+        const audit = (deleted: DeletedConversation[]): AuditEventRecord => ({
+          id: crypto.randomUUID(),
+          timestamp: NOW,
+          tenantId: tenant.id,
+          channelId: channel.id,
+          actor: "contract",
+          via: "service",
+          operation: "conversation.delete",
+          changes: { conversation_id: { from: deleted[0]?.id, to: null }, messages: { from: deleted[0]?.messages, to: 0 } },
+          outcome: "success",
+          errorCode: null,
+        });
+        const result = await deleteConversations({ conversationIds: [doomed.id], tenantId: tenant.id, now: NOW, audit });
+        expect(result).toEqual({ busy: [], deleted: [{ id: doomed.id, tenantId: tenant.id, channelId: channel.id, messages: 5, runs: 2 }] });
+        expect(await shown(doomed)).toEqual({ conversation: null, messages: 0, runs: 0, streams: 0 });
+        expect(await storage.pluginStore(PLUGIN).get(`${channel.id}:thread-of:${doomed.id}`)).toBeUndefined();
+        const [event] = await storage.listAuditEvents({ tenantId: tenant.id, limit: 10 });
+        expect(event).toMatchObject({
+          operation: "conversation.delete",
+          changes: { conversation_id: { from: doomed.id, to: null }, messages: { from: 5, to: 0 } },
+        });
+
+        // The other conversation of the channel is whole.
+        expect(await shown(kept)).toMatchObject({ conversation: { id: kept.id, mode: "livechat_active" }, messages: 5, runs: 2, streams: 1 });
+        expect(await storage.pluginStore(PLUGIN).get(`${channel.id}:thread-of:${kept.id}`)).toBe(`thread-${kept.id}`);
+
+        // Deleted once: again, it is not there.
+        expect(await deleteConversations({ conversationIds: [doomed.id], now: NOW })).toEqual({ deleted: [], busy: [] });
+      });
+
+      it("leaves another tenant's conversation alone, and an unknown id is not deleted", async () => {
+        const { channel } = await seed();
+        const other = await seed();
+        const c = await fillConversation(storage, channel);
+        expect(await deleteConversations({ conversationIds: [c.id, crypto.randomUUID()], tenantId: other.tenant.id, now: NOW })).toEqual({
+          deleted: [],
+          busy: [],
+        });
+        expect(await shown(c)).toMatchObject({ conversation: { id: c.id }, messages: 5, runs: 2 });
+        expect(await deleteConversations({ conversationIds: [], now: NOW })).toEqual({ deleted: [], busy: [] });
+      });
+
+      it("refuses a conversation with a run in flight, deleting nothing of it or of the others asked; once its lease lapsed, deletes it", async () => {
+        const { channel } = await seed();
+        const idle = await fillConversation(storage, channel);
+        const c = new Conversation(storage, channel);
+        const run = c.run("in flight");
+        await ticketOf(storage, run.begin(10));
+        const result = await deleteConversations({ conversationIds: [idle.id, c.id], now: at(20) });
+        expect(result).toEqual({ deleted: [], busy: [c.id] });
+        expect(await storage.findConversation(c.id)).not.toBeNull();
+        expect(await shown(idle)).toMatchObject({ messages: 5, runs: 2 });
+        // The run's instance stopped: its lease lapsed, nothing is in flight any more.
+        expect((await deleteConversations({ conversationIds: [c.id], now: at(10 + LEASE_SECONDS + 1) })).deleted).toMatchObject([{ id: c.id, messages: 1 }]);
+        expect(await storage.findConversation(c.id)).toBeNull();
+        expect(await storage.listRecentMessages(c.id, 10)).toEqual([]);
+      });
+
+      it("finds the conversations whose messages name an end user, exactly, within a tenant", async () => {
+        const { tenant, channel } = await seed();
+        const second = channelRecord(tenant.id);
+        await storage.createChannel(second, keyRecord(second, `hash-${crypto.randomUUID()}`));
+        const user = `user_%${crypto.randomUUID()}`;
+        const a = await fillConversation(storage, channel, { externalUserId: user, seconds: 1 });
+        const b = await fillConversation(storage, second, { externalUserId: user, seconds: 2 });
+        await fillConversation(storage, channel, { externalUserId: `${user}0` });
+        await fillConversation(storage, channel, { externalUserId: user.replace("_%", "xx") });
+        await fillConversation(storage, channel);
+        expect((await findEndUser({ externalUserId: user, tenantId: tenant.id })).sort()).toEqual([a.id, b.id].sort());
+        expect((await findEndUser({ externalUserId: user })).sort()).toEqual([a.id, b.id].sort());
+        expect(await findEndUser({ externalUserId: user, tenantId: crypto.randomUUID() })).toEqual([]);
+        expect(await findEndUser({ externalUserId: "nobody" })).toEqual([]);
+      });
+
+      it("lists conversations newest first, by tenant, channel, period and ids, a page at a time", async () => {
+        const { tenant, channel } = await seed();
+        const second = channelRecord(tenant.id);
+        await storage.createChannel(second, keyRecord(second, `hash-${crypto.randomUUID()}`));
+        const c1 = await fillConversation(storage, channel, { seconds: 100 });
+        const c2 = await fillConversation(storage, channel, { seconds: 200 });
+        const c3 = await fillConversation(storage, second, { seconds: 300 });
+        const ids = (records: { id: string }[]) => records.map((record) => record.id);
+        expect(ids(await list({ tenantId: tenant.id, limit: 10 }))).toEqual([c3.id, c2.id, c1.id]);
+        expect(ids(await list({ tenantId: tenant.id, channelId: channel.id, limit: 10 }))).toEqual([c2.id, c1.id]);
+        expect(ids(await list({ tenantId: tenant.id, since: at(150), until: at(300), limit: 10 }))).toEqual([c2.id]);
+        expect(ids(await list({ tenantId: tenant.id, ids: [c1.id, c3.id], limit: 10 }))).toEqual([c3.id, c1.id]);
+        expect(await list({ tenantId: tenant.id, ids: [], limit: 10 })).toEqual([]);
+        const [first] = await list({ tenantId: tenant.id, limit: 1 });
+        expect(first).toMatchObject({ id: c3.id, channelId: second.id, tenantId: tenant.id, mode: "livechat_active" });
+        const next = await list({ tenantId: tenant.id, limit: 10, before: { createdAt: (first as { createdAt: string }).createdAt, id: c3.id } });
+        expect(ids(next)).toEqual([c2.id, c1.id]);
+        expect(await list({ tenantId: crypto.randomUUID(), limit: 10 })).toEqual([]);
       });
     });
 

@@ -4,7 +4,14 @@ import type { AuditEventRecord, AuditQuery } from "../storage/types.js";
 import type { ChannelView } from "./channel-view.js";
 
 /** An admin operation the audit trail records. */
-export type AuditOperation = "create_tenant" | "create_channel" | "update_channel" | "rotate_key" | "rotate_signing_secret";
+export type AuditOperation =
+  | "create_tenant"
+  | "create_channel"
+  | "update_channel"
+  | "rotate_key"
+  | "rotate_signing_secret"
+  | "delete_conversation"
+  | "erase_end_user";
 
 /** One entry of the audit trail as `admin.audit()` and `GET /api/v1/audit` answer it. */
 export interface AuditEvent {

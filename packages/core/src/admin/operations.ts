@@ -3,12 +3,27 @@ import { apiKeyHint, generateApiKey, hashApiKey, prefixFor, randomBase62 } from 
 import type { ServiceContext } from "../context.js";
 import { isServiceError, ServiceError } from "../http/errors.js";
 import { validate } from "../http/validate.js";
+import { sha256Hex } from "../auth/encoding.js";
 import { isoNow, isoTimestamp } from "../runs/timestamp.js";
 import { canonicalId } from "../storage/records.js";
-import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, TenantRecord } from "../storage/types.js";
+import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, DeletedConversation, Storage, TenantRecord } from "../storage/types.js";
 import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
 import { channelTypeFor, newSettings, type SettingsUpdate, updatedSettings, viewOf } from "./channel-settings.js";
 import { type ChannelView, channelView } from "./channel-view.js";
+import {
+  adminConversationView,
+  type ConversationPage,
+  conversationCursor,
+  type DeleteConversationInput,
+  type DeletedConversationView,
+  deleteConversationSchema,
+  type ErasedEndUserView,
+  type EraseEndUserInput,
+  eraseEndUserSchema,
+  type ListConversationsInput,
+  listConversationsSchema,
+  parseConversationCursor,
+} from "./conversations.js";
 import {
   type AuditQueryInput,
   auditQuerySchema,
@@ -88,6 +103,23 @@ export interface ChannelAdmin {
   /** The audit trail, newest first, a page at a time (default 50 events, at most 200). */
   audit(query?: AuditQueryInput): Promise<AuditPage>;
   /**
+   * Deletes a conversation and every row that belongs to it (messages, runs, recorded
+   * streams, idempotency records, live-chat state, plugin values keyed by it) in one
+   * transaction, recorded in the audit trail (`delete_conversation`, never a message).
+   * Refused with `conversation_not_found` (another tenant's too, for a confined caller) and
+   * `run_in_progress` (a run of it is in flight: nothing is deleted), refusals recorded too.
+   */
+  deleteConversation(input: DeleteConversationInput): Promise<DeletedConversationView>;
+  /**
+   * Deletes every conversation in which a message's metadata names the end user
+   * (`platform_user_id` or `external_user_id`), as {@link deleteConversation} does, one
+   * transaction per tenant; recorded as `erase_end_user` with the SHA-256 of the user's id,
+   * never the id itself. Refused with `run_in_progress` when one of them has a run in flight.
+   */
+  eraseEndUser(input: EraseEndUserInput): Promise<ErasedEndUserView>;
+  /** Conversations newest first (by creation time, then id), a page at a time (default 50, at most 200). Not recorded (a read). */
+  listConversations(input?: ListConversationsInput): Promise<ConversationPage>;
+  /**
    * The same operations, recorded in the audit trail as done by `actor` (a user name, a
    * service account): `service.admin.as("alice@example.com").rotateKey(id)`.
    */
@@ -136,11 +168,64 @@ function auditRecord(
  * Records that an operation was refused with `error`. A refusal that cannot be recorded is
  * logged, so that the operation's own error still answers.
  */
-export async function recordRefusal(ctx: ServiceContext, caller: AdminCaller, operation: AuditOperation, target: AuditTarget, error: unknown): Promise<void> {
+export async function recordRefusal(
+  ctx: ServiceContext,
+  caller: AdminCaller,
+  operation: AuditOperation,
+  target: AuditTarget,
+  error: unknown,
+  changes: AuditEventRecord["changes"] = {},
+): Promise<void> {
   const code = isServiceError(error) ? error.code : "runtime_error";
-  await ctx.storage.appendAuditEvent(auditRecord(caller, operation, target, {}, code)).catch((failure) => {
+  await ctx.storage.appendAuditEvent(auditRecord(caller, operation, target, changes, code)).catch((failure) => {
     ctx.logger.error(`channelkit: the refused ${operation} could not be recorded in the audit trail`, failure);
   });
+}
+
+/** The messages and runs `deleted` held, as audit changes (`{ from: n, to: 0 }`). */
+function countChanges(deleted: DeletedConversation[]): { messages: { from: number; to: number }; runs: { from: number; to: number } } {
+  let messages = 0;
+  let runs = 0;
+  for (const conversation of deleted) {
+    messages += conversation.messages;
+    runs += conversation.runs;
+  }
+  return { messages: { from: messages, to: 0 }, runs: { from: runs, to: 0 } };
+}
+
+/** Deletes conversations of one tenant with the audit event `audit` makes; `run_in_progress` when one has a run in flight. */
+async function deleteStored(
+  storage: Storage,
+  ids: string[],
+  tenantId: string,
+  audit: (deleted: DeletedConversation[]) => AuditEventRecord,
+): Promise<DeletedConversation[]> {
+  if (!storage.deleteConversations) throw new ServiceError("runtime_error", "This storage cannot delete conversations (it has no deleteConversations).");
+  const result = await storage.deleteConversations({ conversationIds: ids, tenantId, now: isoNow(), audit });
+  if (result.busy.length > 0) {
+    throw new ServiceError(
+      "run_in_progress",
+      `A run of conversation ${result.busy.join(", ")} is in flight: wait for it to end (or cancel it), then send this again.`,
+    );
+  }
+  return result.deleted;
+}
+
+/** The ids of the conversations in which the end user took part, within `tenantId` when given. */
+async function endUserConversations(storage: Storage, externalUserId: string, tenantId: string | undefined): Promise<string[]> {
+  if (!storage.findEndUserConversations) throw new ServiceError("runtime_error", "This storage cannot find an end user's conversations.");
+  return storage.findEndUserConversations({ externalUserId, ...(tenantId === undefined ? {} : { tenantId }) });
+}
+
+/** The conversations of `ids` (within `tenantId` when given), a page of 200 at a time. */
+async function listAll(storage: Storage, ids: string[], tenantId: string | undefined) {
+  if (ids.length === 0) return [];
+  if (!storage.listConversations) throw new ServiceError("runtime_error", "This storage cannot list conversations.");
+  const found = [];
+  for (let i = 0; i < ids.length; i += 200) {
+    found.push(...(await storage.listConversations({ ids: ids.slice(i, i + 200), limit: 200, ...(tenantId === undefined ? {} : { tenantId }) })));
+  }
+  return found;
 }
 
 /** A tenant in the wire's names. */
@@ -164,7 +249,12 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
    * Runs an operation; when it fails, records the refusal (its success is recorded by the
    * operation itself, with its write).
    */
-  async function audited<T>(operation: AuditOperation, target: AuditTarget, body: () => Promise<T>): Promise<T> {
+  async function audited<T>(
+    operation: AuditOperation,
+    target: AuditTarget,
+    body: () => Promise<T>,
+    attempted = (): AuditEventRecord["changes"] => ({}),
+  ): Promise<T> {
     try {
       return await body();
     } catch (error) {
@@ -173,7 +263,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       if (target.tenantId === null && target.channelId !== null) {
         target.tenantId = (await storage.findChannel(target.channelId).catch(() => null))?.tenantId ?? null;
       }
-      await recordRefusal(ctx, caller, operation, target, error);
+      await recordRefusal(ctx, caller, operation, target, error, attempted());
       throw error;
     }
   }
@@ -413,6 +503,118 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
       const page = events.slice(0, query.limit);
       const last = page.at(-1);
       return { events: page.map(auditView), next_cursor: events.length > query.limit && last ? auditCursor(last) : null };
+    },
+
+    deleteConversation(input) {
+      const named = (input as { conversationId?: unknown } | null)?.conversationId;
+      const target: AuditTarget = { tenantId: caller.tenantId ?? null, channelId: null };
+      // A refusal records which conversation was asked for (an id, never a message).
+      const attempted = (): AuditEventRecord["changes"] => (typeof named === "string" ? { conversation_id: { from: canonicalId(named), to: null } } : {});
+      return audited(
+        "delete_conversation",
+        target,
+        async () => {
+          const { conversationId } = validate(deleteConversationSchema, input);
+          const id = canonicalId(conversationId);
+          const conversation = await storage.findConversation(id);
+          if (!conversation || (caller.tenantId !== undefined && conversation.tenantId !== caller.tenantId)) throw new ServiceError("conversation_not_found");
+          target.tenantId = conversation.tenantId;
+          target.channelId = conversation.channelId;
+          const result = await deleteStored(storage, [id], conversation.tenantId, (deleted) =>
+            record("delete_conversation", target, { conversation_id: { from: id, to: null }, ...countChanges(deleted) }),
+          );
+          const [deleted] = result;
+          if (!deleted) throw new ServiceError("conversation_not_found");
+          return { deleted: { conversation_id: id, messages: deleted.messages, runs: deleted.runs } };
+        },
+        attempted,
+      );
+    },
+
+    eraseEndUser(input) {
+      const tenantId = (input as { tenantId?: unknown } | null)?.tenantId;
+      const target: AuditTarget = { tenantId: caller.tenantId ?? (typeof tenantId === "string" ? tenantId : null), channelId: null };
+      let attempted: AuditEventRecord["changes"] = {};
+      return audited(
+        "erase_end_user",
+        target,
+        async () => {
+          const parsed = validate(eraseEndUserSchema, input);
+          // The trail proves an erasure without keeping whom: the SHA-256 of the id, which the id hashes to again.
+          const userHash = await sha256Hex(parsed.externalUserId);
+          attempted = { external_user_sha256: { from: userHash, to: null } };
+          const tenant = caller.tenantId ?? parsed.tenantId;
+          if (caller.tenantId !== undefined && parsed.tenantId !== undefined && parsed.tenantId !== caller.tenantId) {
+            throw new ServiceError("validation_error", `No tenant exists with id ${parsed.tenantId}.`);
+          }
+          const ids = await endUserConversations(storage, parsed.externalUserId, tenant);
+          // One transaction per tenant, each recorded in that tenant's trail.
+          const byTenant = new Map<string, string[]>();
+          for (const conversation of await listAll(storage, ids, tenant)) {
+            byTenant.set(conversation.tenantId, [...(byTenant.get(conversation.tenantId) ?? []), conversation.id]);
+          }
+          const deleted: DeletedConversation[] = [];
+          for (const [owner, owned] of byTenant) {
+            const ownerTarget: AuditTarget = { tenantId: owner, channelId: null };
+            target.tenantId = owner;
+            deleted.push(
+              ...(await deleteStored(storage, owned, owner, (gone) =>
+                record("erase_end_user", ownerTarget, {
+                  external_user_sha256: { from: userHash, to: null },
+                  conversation_ids: { from: gone.map((conversation) => conversation.id), to: [] },
+                  ...countChanges(gone),
+                }),
+              )),
+            );
+          }
+          if (deleted.length === 0) {
+            // Nothing of the user's is stored: recorded all the same, the proof that it was asked for.
+            await storage.appendAuditEvent(
+              record("erase_end_user", target, { external_user_sha256: { from: userHash, to: null }, conversation_ids: { from: [], to: [] } }),
+            );
+          }
+          const totals = countChanges(deleted);
+          return {
+            erased: {
+              external_user_id: parsed.externalUserId,
+              conversations: deleted.length,
+              conversation_ids: deleted.map((conversation) => conversation.id),
+              messages: totals.messages.from,
+              runs: totals.runs.from,
+            },
+          };
+        },
+        // Filled in once the input is read: a refusal records the hash of whom it was for.
+        () => attempted,
+      );
+    },
+
+    async listConversations(input = {}) {
+      const query = validate(listConversationsSchema, input);
+      const tenantId = caller.tenantId ?? query.tenantId;
+      if (!storage.listConversations) throw new ServiceError("runtime_error", "This storage cannot list conversations (it has no listConversations).");
+      let ids: string[] | undefined;
+      if (query.externalUserId !== undefined) ids = await endUserConversations(storage, query.externalUserId, tenantId);
+      const conversations = await storage.listConversations({
+        limit: query.limit + 1,
+        ...(tenantId === undefined ? {} : { tenantId }),
+        ...(query.channelId === undefined ? {} : { channelId: canonicalId(query.channelId) }),
+        ...(query.since === undefined ? {} : { since: query.since }),
+        ...(query.until === undefined ? {} : { until: query.until }),
+        ...(ids === undefined ? {} : { ids }),
+        ...(query.cursor === undefined ? {} : { before: parseConversationCursor(query.cursor) }),
+      });
+      // One more than asked for says whether there is a next page.
+      const page = conversations.slice(0, query.limit);
+      const channels = new Map<string, ChannelRecord | null>();
+      for (const conversation of page) {
+        if (!channels.has(conversation.channelId)) channels.set(conversation.channelId, await storage.findChannel(conversation.channelId));
+      }
+      const last = page.at(-1);
+      return {
+        conversations: page.map((conversation) => adminConversationView(conversation, channels.get(conversation.channelId) ?? null)),
+        next_cursor: conversations.length > query.limit && last ? conversationCursor(last) : null,
+      };
     },
 
     as(actor) {

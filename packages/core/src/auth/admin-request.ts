@@ -25,7 +25,7 @@ export async function adminRequest(
   request: RouteRequest,
   ctx: ServiceContext,
   authenticate: AdminAuthenticate,
-  operation?: { name: AuditOperation; channelId: string },
+  operation?: { name: AuditOperation; channelId: string | null },
 ): Promise<AdminRequest> {
   const credentials = await authenticate(request);
   const caller = { actor: credentials.actor, via: "http" as const, tenantId: credentials.tenantId };

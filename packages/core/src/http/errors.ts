@@ -22,6 +22,10 @@ export const ERROR_CODES = {
   not_found: { status: 404, message: "No route matches this path." },
   method_not_allowed: { status: 405, message: "This method is not allowed on this path." },
   channel_inactive: { status: 409, message: "The channel is inactive." },
+  run_in_progress: {
+    status: 409,
+    message: "A run of this conversation is in flight: wait for it to end (or cancel it), then send this again.",
+  },
   livechat_conflict: { status: 409, message: "The conversation's live chat is not in a mode that allows this." },
   idempotency_key_in_use: {
     status: 409,

@@ -7,6 +7,7 @@ import {
   rotateSigningSecretResponseSchema,
   updateChannelResponseSchema,
 } from "../admin/schemas.js";
+import { conversationPageSchema, deleteConversationResponseSchema, eraseEndUserBodySchema, eraseEndUserResponseSchema } from "../admin/conversations.js";
 import {
   conversationDetailNotFoundSchema,
   executeRequestSchema,
@@ -66,6 +67,7 @@ const REQUESTS = {
   UpdateChannelRequest: patchChannelBodySchema.meta({ description: "Every field optional; any other field is a 422 naming it." }),
   AgentMessageRequest: agentMessageSchema,
   AcceptRequest: acceptBodySchema,
+  EraseEndUserRequest: eraseEndUserBodySchema,
   BridgeEvent: bridgeEventSchema,
 } satisfies Record<string, z.ZodType>;
 
@@ -99,6 +101,9 @@ const RESPONSES = {
   RotateKeyResponse: rotateKeyResponseSchema,
   RotateSigningSecretResponse: rotateSigningSecretResponseSchema,
   AuditPage: auditPageSchema,
+  ConversationPage: conversationPageSchema,
+  DeleteConversationResponse: deleteConversationResponseSchema,
+  EraseEndUserResponse: eraseEndUserResponseSchema,
   InboxConversation: inboxConversationViewSchema,
   InboxList: inboxListResponseSchema,
   InboxConversationResponse: inboxConversationResponseSchema,

@@ -11,11 +11,17 @@ export function claimable(record: IdempotencyRecord, hash: string, now: string):
   return lapsed && (record.requestHash === hash || record.expiresAt <= now);
 }
 
+/** The in-memory {@link IdempotencyStore}, and what deleting a conversation does to it. */
+export interface MemoryIdempotencyStore extends IdempotencyStore {
+  /** Deletes the records of `channelId` whose stored answer contains `text` (a conversation's id). */
+  forgetAnswersNaming(channelId: string, text: string): void;
+}
+
 /**
  * The {@link IdempotencyStore} of the in-memory storage: records in a map by channel and
  * key, within one process. `checkOpen` throws once the storage is closed.
  */
-export function memoryIdempotencyStore(checkOpen: () => void): IdempotencyStore {
+export function memoryIdempotencyStore(checkOpen: () => void): MemoryIdempotencyStore {
   const records = new Map<string, IdempotencyRecord>();
   const id = (channelId: string, key: string) => `${channelId}\n${key}`;
   const held = (channelId: string, key: string, token: string) => {
@@ -24,6 +30,12 @@ export function memoryIdempotencyStore(checkOpen: () => void): IdempotencyStore 
   };
   const copy = (record: IdempotencyRecord): IdempotencyRecord => ({ ...record, response: record.response ? { ...record.response } : null });
   return {
+    forgetAnswersNaming(channelId, text) {
+      checkOpen();
+      for (const [name, record] of records) {
+        if (record.channelId === channelId && record.response?.body.includes(text)) records.delete(name);
+      }
+    },
     async claim(claim: IdempotencyClaim) {
       checkOpen();
       const existing = records.get(id(claim.channelId, claim.key));

@@ -21,7 +21,7 @@ const SWEEP_EVERY_MS = 60_000;
  * expired ones at most once a minute, on a write. `checkOpen` throws once the storage is
  * closed.
  */
-export function memoryPluginStores(checkOpen: () => void): (pluginId: string) => PluginStore {
+export function memoryPluginStores(checkOpen: () => void): MemoryPluginStores {
   const values = new Map<string, Map<string, Entry>>();
   const leases = new Map<string, Map<string, Lease>>();
   let sweptAt = Date.now();
@@ -41,7 +41,11 @@ export function memoryPluginStores(checkOpen: () => void): (pluginId: string) =>
     for (const map of leases.values()) for (const [name, lease] of map) if (lease.expiresAt <= now) map.delete(name);
   };
 
-  return (pluginId) => {
+  const forgetKeysContaining = (text: string) => {
+    checkOpen();
+    for (const map of values.values()) for (const key of [...map.keys()]) if (key.includes(text)) map.delete(key);
+  };
+  const storeOf = (pluginId: string): PluginStore => {
     checkPluginId(pluginId);
     const entries = of(values, pluginId);
     const held = of(leases, pluginId);
@@ -105,7 +109,14 @@ export function memoryPluginStores(checkOpen: () => void): (pluginId: string) =>
     };
     return store;
   };
+  return Object.assign(storeOf, { forgetKeysContaining });
 }
+
+/** The plugin stores of the in-memory storage, by plugin id, and what deleting a conversation does to them. */
+export type MemoryPluginStores = ((pluginId: string) => PluginStore) & {
+  /** Deletes every plugin's values whose key contains `text` (a conversation's id). */
+  forgetKeysContaining(text: string): void;
+};
 
 /**
  * What `migrate()` and `schemaStatus()` of a store without tables (memory) do with plugins:

@@ -6,6 +6,8 @@ export interface MemoryRunStreams extends RunStreamStore {
   openNow(stream: Omit<RunStreamRecord, "ended" | "cancelRequestedAt">): void;
   /** Ends a stream at `at`, with its last events if it was followed (what `completeRun` does with its outcome). */
   endNow(runId: string, tail: string | null, at: string): void;
+  /** Deletes the streams of these runs, chunks and all (what deleting their conversation does). */
+  forget(runIds: Iterable<string>): void;
 }
 
 /** What the memory storage does to a recorded stream's run when the stream ends without it. */
@@ -49,6 +51,10 @@ export function memoryRunStreams(endRun: EndRun, runEnded: (runId: string) => st
     stream.endedAt = at;
   }
   return {
+    forget(runIds) {
+      checkOpen();
+      for (const runId of runIds) streams.delete(runId);
+    },
     openNow(stream) {
       checkOpen();
       if (streams.has(stream.runId)) throw new Error(`channelkit (memory storage): stream ${stream.runId} exists`);

@@ -2,7 +2,7 @@ import { memoryIdempotencyStore } from "./memory-idempotency.js";
 import { memoryPluginStores, refuseTables } from "./memory-plugin-store.js";
 import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
-import { ABANDONED_RUN_ERROR, storedChannelPatch } from "./records.js";
+import { ABANDONED_RUN_ERROR, metadataNamesEndUser, storedChannelPatch } from "./records.js";
 import type {
   ApiKeyRecord,
   AuditEventRecord,
@@ -14,7 +14,12 @@ import type {
   ClaimedTurn,
   ClaimTurnInput,
   CompleteRunInput,
+  ConversationQuery,
   ConversationRecord,
+  DeleteConversationsInput,
+  DeleteConversationsResult,
+  DeletedConversation,
+  EndUserQuery,
   KeyWithChannel,
   LiveChatQuery,
   LiveChatUpdate,
@@ -366,10 +371,82 @@ export function memoryStorage(): Storage {
     () => open(),
   );
 
+  const idempotency = memoryIdempotencyStore(() => open());
+  const pluginStores = memoryPluginStores(() => open());
+
   const storage: Storage = {
     runStreams,
-    idempotency: memoryIdempotencyStore(() => open()),
-    pluginStore: memoryPluginStores(() => open()),
+    idempotency,
+    pluginStore: pluginStores,
+
+    async deleteConversations(input: DeleteConversationsInput): Promise<DeleteConversationsResult> {
+      const found = [...new Set(input.conversationIds)].flatMap((id) => {
+        const row = conversations.get(id);
+        return row && (input.tenantId === undefined || row.tenantId === input.tenantId) ? [row] : [];
+      });
+      const runIds: string[] = [];
+      const result = transaction((): DeleteConversationsResult => {
+        const busy = found.filter((row) => inFlight(row, input.now)).map((row) => row.id);
+        if (busy.length > 0) return { deleted: [], busy };
+        const deleted: DeletedConversation[] = [];
+        for (const row of found) {
+          runIds.push(...[...runs.values()].filter((run) => run.conversationId === row.id).map((run) => run.id));
+          const stored = messages.get(row.id);
+          const ofRuns = [...runs.values()].filter((run) => run.conversationId === row.id);
+          for (const run of ofRuns) {
+            put(runs, run.id, undefined);
+            if (run.ticket !== null) put(runsByTicket, `${row.id}\u0000${run.ticket}`, undefined);
+          }
+          put(messages, row.id, undefined);
+          put(conversations, row.id, undefined);
+          deleted.push({ id: row.id, tenantId: row.tenantId, channelId: row.channelId, messages: stored?.size ?? 0, runs: ofRuns.length });
+        }
+        if (deleted.length > 0 && input.audit) insertAudit(input.audit(deleted));
+        return { deleted, busy: [] };
+      });
+      // Last, as nothing after it can fail: the streams, keys and plugin values are not in the transaction's journal.
+      runStreams.forget(runIds);
+      for (const conversation of result.deleted) {
+        idempotency.forgetAnswersNaming(conversation.channelId, conversation.id);
+        pluginStores.forgetKeysContaining(conversation.id);
+      }
+      return result;
+    },
+
+    async findEndUserConversations(query: EndUserQuery): Promise<string[]> {
+      open();
+      const found: ConversationRow[] = [];
+      for (const [conversationId, stored] of messages) {
+        const row = conversations.get(conversationId);
+        if (!row || (query.tenantId !== undefined && row.tenantId !== query.tenantId)) continue;
+        for (const message of stored.values()) {
+          if (metadataNamesEndUser(message.metadata, query.externalUserId)) {
+            found.push(row);
+            break;
+          }
+        }
+      }
+      return found.sort(byCreation).map((row) => row.id);
+    },
+
+    async listConversations(query: ConversationQuery): Promise<ConversationRecord[]> {
+      open();
+      const ids = query.ids === undefined ? undefined : new Set(query.ids);
+      const { before } = query;
+      return [...conversations.values()]
+        .filter(
+          (row) =>
+            (query.tenantId === undefined || row.tenantId === query.tenantId) &&
+            (query.channelId === undefined || row.channelId === query.channelId) &&
+            (query.since === undefined || row.createdAt >= query.since) &&
+            (query.until === undefined || row.createdAt < query.until) &&
+            (ids === undefined || ids.has(row.id)) &&
+            (before === undefined || row.createdAt < before.createdAt || (row.createdAt === before.createdAt && row.id < before.id)),
+        )
+        .sort((a, b) => byCreation(b, a))
+        .slice(0, query.limit)
+        .map(rowToConversation);
+    },
 
     async findKeyByHash(hash: string): Promise<KeyWithChannel | null> {
       open();
@@ -682,6 +759,15 @@ export function memoryStorage(): Storage {
   }
 
   return storage;
+}
+
+/**
+ * Whether a conversation has a run in flight at `now`: a ticket taken and not yet passed on
+ * (a run served or queued), under a lease that has not lapsed. A run lost with its instance
+ * (its lease lapsed) does not keep its conversation from being deleted.
+ */
+function inFlight(row: ConversationRow, now: string): boolean {
+  return row.serving < row.nextTicket && row.leaseUntil !== null && row.leaseUntil >= now;
 }
 
 /** Orders strings by code unit, as SQL's binary collation (SQLite's default, Postgres's `C`) does. */

@@ -93,3 +93,24 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function canonicalId(id: string): string {
   return UUID.test(id) ? id.toLowerCase() : id;
 }
+
+/**
+ * The message metadata fields that name an end user: a chat platform's user id
+ * (`platform_user_id`, as `@channelkit/chat` stores it on each user message) and
+ * `external_user_id` (for a host that stores its own user id in a message's metadata).
+ */
+export const END_USER_METADATA_FIELDS = ["platform_user_id", "external_user_id"] as const;
+
+/** Whether a message's metadata (its stored JSON text, or null) names `externalUserId` in one of the {@link END_USER_METADATA_FIELDS}. */
+export function metadataNamesEndUser(metadata: string | null, externalUserId: string): boolean {
+  if (metadata === null || !metadata.includes(JSON.stringify(externalUserId))) return false;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(metadata);
+  } catch {
+    return false;
+  }
+  if (parsed === null || typeof parsed !== "object") return false;
+  const fields = parsed as Record<string, unknown>;
+  return END_USER_METADATA_FIELDS.some((field) => fields[field] === externalUserId);
+}

@@ -560,6 +560,63 @@ export interface AuditQuery {
   before?: { timestamp: string; id: string };
 }
 
+/** A conversation {@link Storage.deleteConversations} deleted, with how many of its rows went with it. */
+export interface DeletedConversation {
+  id: string;
+  tenantId: string;
+  channelId: string;
+  /** Its messages deleted (live-chat messages included). */
+  messages: number;
+  /** Its runs deleted (their recorded streams with them). */
+  runs: number;
+}
+
+/** What {@link Storage.deleteConversations} deletes, and how it records it. */
+export interface DeleteConversationsInput {
+  conversationIds: readonly string[];
+  /** Only this tenant's conversations: another tenant's is left alone, as one that does not exist. */
+  tenantId?: string;
+  /** ISO 8601 now, by the caller's clock: a run whose lease has not lapsed by then is in flight. */
+  now: string;
+  /** The audit event to record in the same transaction, made from what was deleted (not called when nothing was). */
+  audit?: (deleted: DeletedConversation[]) => AuditEventRecord;
+}
+
+/**
+ * What {@link Storage.deleteConversations} did: `busy` names the conversations that have a run
+ * in flight (a ticket served whose lease has not lapsed, or runs queued behind it); when it is
+ * not empty nothing was deleted. An id that names no conversation (or another tenant's) is in
+ * neither list.
+ */
+export interface DeleteConversationsResult {
+  deleted: DeletedConversation[];
+  busy: string[];
+}
+
+/** Which conversations {@link Storage.listConversations} reads, newest first (by `createdAt`, then `id`). */
+export interface ConversationQuery {
+  /** Only this tenant's; every tenant's when absent. */
+  tenantId?: string;
+  channelId?: string;
+  /** Only those created at or after this ISO 8601 time. */
+  since?: string;
+  /** Only those created before this ISO 8601 time. */
+  until?: string;
+  /** Only these conversations (e.g. an end user's, from {@link Storage.findEndUserConversations}). */
+  ids?: readonly string[];
+  limit: number;
+  /** Only those strictly older than this one (keyset pagination: its `createdAt`, then its `id`). */
+  before?: { createdAt: string; id: string };
+}
+
+/** Whose conversations {@link Storage.findEndUserConversations} finds. */
+export interface EndUserQuery {
+  /** Matched exactly against the top-level `platform_user_id` and `external_user_id` of messages' metadata (`END_USER_METADATA_FIELDS`). */
+  externalUserId: string;
+  /** Only this tenant's conversations; every tenant's when absent. */
+  tenantId?: string;
+}
+
 /** Which channels {@link Storage.listChannels} reads. */
 export interface ChannelQuery {
   /** Only this tenant's channels; every tenant's when absent. */
@@ -680,6 +737,23 @@ export interface Storage {
   appendAuditEvent(event: AuditEventRecord): Promise<void>;
   /** Audit events, newest first (by timestamp, then id). */
   listAuditEvents(query: AuditQuery): Promise<AuditEventRecord[]>;
+
+  /**
+   * Deletes conversations and every row that belongs to them, in one transaction: their
+   * messages, runs, recorded streams' chunks, the idempotency records whose stored answer
+   * names them, the plugin store's values whose key names them, and the conversations'
+   * own rows (their flow state and live-chat state); records `audit` with it. Deletes
+   * nothing when one of them has a run in flight ({@link DeleteConversationsResult.busy}).
+   * Optional for a storage of your own: without it, conversations cannot be deleted.
+   */
+  deleteConversations?(input: DeleteConversationsInput): Promise<DeleteConversationsResult>;
+  /**
+   * The ids of the conversations in which a message's metadata names the end user (see
+   * {@link EndUserQuery}), oldest first. Optional, as {@link deleteConversations} is.
+   */
+  findEndUserConversations?(query: EndUserQuery): Promise<string[]>;
+  /** Conversations, newest first (by `createdAt`, then `id`). Optional, as {@link deleteConversations} is. */
+  listConversations?(query: ConversationQuery): Promise<ConversationRecord[]>;
 
   /**
    * Brings the schema up to date: channelkit's migrations, then those of the plugins passed

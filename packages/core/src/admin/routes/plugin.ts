@@ -1,4 +1,5 @@
 import { auditRoute } from "./audit-route.js";
+import { deleteConversationRoute, eraseEndUserRoute, listConversationsRoute } from "./conversations-route.js";
 import { getChannelRoute } from "./get-channel.js";
 import { rotateKeyRoute } from "./rotate-key.js";
 import { rotateSigningSecretRoute } from "./rotate-signing-secret.js";
@@ -10,6 +11,8 @@ import {
   auditRouteQuerySchema,
   type ChannelPlugin,
   defineRoute,
+  eraseEndUserBodySchema,
+  listConversationsQuerySchema,
   patchChannelBodySchema,
   routeDocs,
 } from "../../plugin/api.js";
@@ -20,7 +23,7 @@ const ADMIN_CORS = { headers: ["Authorization", "Content-Type", "X-Tenant-ID"] }
 
 /**
  * The admin routes: rotate a channel's key or signing secret, read and change its settings,
- * read the audit trail, each behind an admin JWT for the tenant of `X-Tenant-ID`.
+ * read the audit trail, list and delete conversations, erase an end user, each behind an admin JWT for the tenant of `X-Tenant-ID`.
  *
  * @example
  * const service = await createChannelService({
@@ -123,6 +126,58 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           errors: [...routeDocs.ADMIN, "validation_error"],
         },
         handle: (call, ctx) => auditRoute(call, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "GET",
+        path: "/api/v1/conversations",
+        auth: "admin",
+        cors: ADMIN_CORS,
+        query: listConversationsQuerySchema,
+        doc: {
+          operationId: "listConversations",
+          summary: "List conversations",
+          description:
+            "The tenant's conversations, newest first (by creation time), a page at a time: of one channel, created in a period, or in which an end user took part. Any other query parameter is a 422.",
+          tag: "admin",
+          responses: { 200: { description: "A page of conversations.", json: "ConversationPage" } },
+          errors: [...routeDocs.ADMIN, "validation_error"],
+        },
+        handle: (call, ctx) => listConversationsRoute(call, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "DELETE",
+        path: "/api/v1/conversations/:conversation_id",
+        auth: "admin",
+        cors: ADMIN_CORS,
+        doc: {
+          operationId: "deleteConversation",
+          summary: "Delete a conversation",
+          description:
+            "Deletes the conversation and every row of it (messages, runs, recorded streams, idempotency records, live-chat state) in one transaction. Refused with 409 `run_in_progress` while a run of it is in flight. Recorded in the audit trail (never a message), refusals included. Another tenant's conversation is not found.",
+          tag: "admin",
+          parameters: [routeDocs.CONVERSATION_ID],
+          responses: { 200: { description: "What was deleted.", json: "DeleteConversationResponse" } },
+          errors: [...routeDocs.ADMIN, "validation_error", "conversation_not_found", "run_in_progress"],
+        },
+        handle: ({ request, params }, ctx) => deleteConversationRoute(request, params.conversation_id, ctx, authenticate),
+      }),
+      defineRoute({
+        method: "POST",
+        path: "/api/v1/end-users/erase",
+        auth: "admin",
+        cors: ADMIN_CORS,
+        body: eraseEndUserBodySchema,
+        doc: {
+          operationId: "eraseEndUser",
+          summary: "Erase an end user",
+          description:
+            "Deletes every conversation of the tenant in which a message's metadata names the end user (`platform_user_id`, as chat platforms store it, or `external_user_id`), as the delete route does. Recorded in the audit trail with the SHA-256 of the user's id, never the id itself nor a message.",
+          tag: "admin",
+          body: { component: "EraseEndUserRequest", required: true },
+          responses: { 200: { description: "What was deleted.", json: "EraseEndUserResponse" } },
+          errors: [...routeDocs.ADMIN, ...routeDocs.JSON_BODY, "run_in_progress"],
+        },
+        handle: ({ request }, ctx) => eraseEndUserRoute(request, ctx, authenticate),
       }),
     ],
   };
