@@ -10,7 +10,7 @@ type Parsed<O extends Options> = ReturnType<
 >;
 
 /** Parses a command's arguments strictly: an unknown option is a usage error, not ignored. Every command takes `--db` and `--config`. */
-export function parse<O extends Options>(args: string[], options: O, positionals = 0): Parsed<O> {
+export function parse<O extends Options>(args: string[], options: O, positionals = 0, what = "the channel ID"): Parsed<O> {
   let parsed: Parsed<O>;
   try {
     parsed = parseArgs({ args, options: { db: { type: "string" }, config: { type: "string" }, ...options }, allowPositionals: positionals > 0, strict: true });
@@ -18,7 +18,7 @@ export function parse<O extends Options>(args: string[], options: O, positionals
     throw new UsageError((error as Error).message);
   }
   if (parsed.positionals.length !== positionals) {
-    throw new UsageError(positionals === 0 ? `Unexpected argument: ${parsed.positionals[0]}` : "Missing argument: the channel ID");
+    throw new UsageError(positionals === 0 ? `Unexpected argument: ${parsed.positionals[0]}` : `Missing argument: ${what}`);
   }
   return parsed;
 }

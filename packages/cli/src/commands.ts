@@ -231,6 +231,45 @@ export async function audit(args: string[], io: Io): Promise<void> {
   printJson(io, await withAdmin(values, io, (admin) => admin.audit(query)));
 }
 
+/** `conversation delete ID`: deletes the conversation and every row of it, prints `{"deleted":{"conversation_id","messages","runs"}}`. */
+export async function conversationDelete(args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, {}, 1, "the conversation ID");
+  printJson(io, await withAdmin(values, io, (admin) => admin.deleteConversation({ conversationId: positionals[0] as string })));
+}
+
+/**
+ * `conversation list [--tenant ID] [--channel ID] [--since T] [--until T] [--end-user ID] [--limit 50] [--cursor C]`:
+ * a page of conversations, newest first.
+ */
+export async function conversationList(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    tenant: { type: "string" },
+    channel: { type: "string" },
+    since: { type: "string" },
+    until: { type: "string" },
+    "end-user": { type: "string" },
+    limit: { type: "string" },
+    cursor: { type: "string" },
+  });
+  const query = {
+    ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
+    ...(values.channel === undefined ? {} : { channelId: values.channel }),
+    ...(values.since === undefined ? {} : { since: values.since }),
+    ...(values.until === undefined ? {} : { until: values.until }),
+    ...(values["end-user"] === undefined ? {} : { externalUserId: values["end-user"] }),
+    ...(values.limit === undefined ? {} : { limit: integerValue("limit", values.limit, 1, 200) }),
+    ...(values.cursor === undefined ? {} : { cursor: values.cursor }),
+  };
+  printJson(io, await withAdmin(values, io, (admin) => admin.listConversations(query)));
+}
+
+/** `end-user erase ID [--tenant ID]`: deletes every conversation the end user took part in, prints `{"erased":{...}}`. */
+export async function endUserErase(args: string[], io: Io): Promise<void> {
+  const { values, positionals } = parse(args, { tenant: { type: "string" } }, 1, "the end user's ID");
+  const input = { externalUserId: positionals[0] as string, ...(values.tenant === undefined ? {} : { tenantId: values.tenant }) };
+  printJson(io, await withAdmin(values, io, (admin) => admin.eraseEndUser(input)));
+}
+
 /** `admin-token --tenant ID …`: prints an HS256 admin token signed with `CHANNELKIT_ADMIN_JWT_SECRET`. */
 export async function adminToken(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {

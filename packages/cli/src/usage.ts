@@ -22,6 +22,10 @@ Commands:
                  [--settings JSON] [--setting NAME=VALUE]...
   channel rotate-key ID
   channel rotate-signing-secret ID
+  conversation list [--tenant ID] [--channel ID] [--since TIME] [--until TIME] [--end-user ID]
+                    [--limit 50] [--cursor C]
+  conversation delete ID
+  end-user erase ID [--tenant ID]
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
   audit [--tenant ID] [--channel ID] [--limit 50] [--cursor C]
 
