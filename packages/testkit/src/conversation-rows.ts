@@ -15,6 +15,8 @@ export interface FilledConversation {
   runs: number;
   /** The text of each of its messages, none of which an audit event may hold. */
   contents: string[];
+  /** The `Idempotency-Key` of its channel whose stored answer names it, when the storage keeps idempotency keys. */
+  idempotencyKey: string | null;
 }
 
 /** What {@link fillConversation} writes besides the conversation's runs. */
@@ -139,8 +141,10 @@ export async function fillConversation(storage: Storage, channel: { id: string; 
   });
   if (!live) throw new Error("fillConversation: the live chat was not stored");
   // An idempotent request whose answer names the conversation.
+  let idempotencyKey: string | null = null;
   if (storage.idempotency) {
     const key = `order-${crypto.randomUUID()}`;
+    idempotencyKey = key;
     const token = crypto.randomUUID();
     await storage.idempotency.claim({
       channelId: channel.id,
@@ -154,5 +158,5 @@ export async function fillConversation(storage: Storage, channel: { id: string; 
     await storage.idempotency.complete(channel.id, key, token, { status: 200, kind: "json", body: JSON.stringify({ run_id: runIds[1], conversation_id: id }) });
   }
   if (options.pluginId !== undefined) await storage.pluginStore(options.pluginId).set(`${channel.id}:thread-of:${id}`, `thread-${id}`);
-  return { id, runIds, messages: 5, runs: 2, contents };
+  return { id, runIds, messages: 5, runs: 2, contents, idempotencyKey };
 }

@@ -1423,6 +1423,24 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
           changes: { conversation_id: { from: doomed.id, to: null }, messages: { from: 5, to: 0 } },
         });
 
+        // Its idempotency record went with it: its key is free again; the other's still answers.
+        if (storage.idempotency && doomed.idempotencyKey !== null && kept.idempotencyKey !== null) {
+          const claim = (key: string) => ({
+            channelId: channel.id,
+            key,
+            requestHash: "c".repeat(64),
+            token: crypto.randomUUID(),
+            now: NOW,
+            expiresAt: at(7200),
+            lockedUntil: at(3600 + LEASE_SECONDS),
+          });
+          expect(await storage.idempotency.claim(claim(kept.idempotencyKey))).toMatchObject({
+            state: "done",
+            response: { body: expect.stringContaining(kept.id) },
+          });
+          expect(await storage.idempotency.claim(claim(doomed.idempotencyKey))).toBeNull();
+        }
+
         // The other conversation of the channel is whole.
         expect(await shown(kept)).toMatchObject({ conversation: { id: kept.id, mode: "livechat_active" }, messages: 5, runs: 2, streams: 1 });
         expect(await storage.pluginStore(PLUGIN).get(`${channel.id}:thread-of:${kept.id}`)).toBe(`thread-${kept.id}`);
