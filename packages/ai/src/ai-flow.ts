@@ -1,5 +1,5 @@
 import { defineFlow, type Flow, type FlowEvent, handover, pause, step } from "@channelkit/core";
-import { APICallError, type CallSettings, type LanguageModel, type StopCondition, stepCountIs, streamText, type ToolSet } from "ai";
+import { APICallError, type CallSettings, type LanguageModel, type StopCondition, stepCountIs, streamText, type TelemetrySettings, type ToolSet } from "ai";
 import { errorText, modelFailure, underlying } from "./errors.js";
 import { toModelMessages } from "./history.js";
 import { HumanRequest, toolContext } from "./human.js";
@@ -40,6 +40,13 @@ export interface AiFlowOptions<TOOLS extends ToolSet = ToolSet> extends StepName
   providerOptions?: ProviderOptions;
   /** Call settings passed to `streamText`: `temperature`, `maxOutputTokens`, `maxRetries`, `headers`... */
   settings?: Omit<CallSettings, "abortSignal">;
+  /**
+   * The AI SDK's telemetry (`experimental_telemetry` of `streamText`): `{ isEnabled: true }`
+   * records its spans (`ai.streamText`, each model call, each tool call) under the run's own
+   * span, in the host's OpenTelemetry SDK. Off by default, as in the AI SDK; with it on, the
+   * AI SDK records prompts and answers unless `recordInputs` / `recordOutputs` are `false`.
+   */
+  telemetry?: TelemetrySettings;
 }
 
 /** A run's `result` for an {@link aiFlow}. */
@@ -88,6 +95,7 @@ export function aiFlow<TOOLS extends ToolSet = ToolSet>(options: AiFlowOptions<T
         stopWhen: [...[stopWhen].flat(), () => human.asked],
         abortSignal: ctx.signal,
         experimental_context: toolContext(human),
+        ...(options.telemetry === undefined ? {} : { experimental_telemetry: options.telemetry }),
         // Failures reach the flow through the stream's error part; nothing is logged here.
         onError: ({ error }) => {
           failure = error;

@@ -11,6 +11,7 @@ import type { RunLifecycle } from "./runs/lifecycle.js";
 import type { RunStreams } from "./streams/run-streams.js";
 import type { RunPart } from "./runs/driver.js";
 import type { StartedRun, StartRunInput } from "./runs/start.js";
+import type { ServiceTelemetry } from "./telemetry/telemetry.js";
 import type { Storage } from "./storage/types.js";
 import type { PluginRegistry } from "./plugin/registry.js";
 
@@ -141,4 +142,6 @@ export interface ServiceInternals extends Omit<ServiceContext, "plugins" | "live
   limits: RateLimiter;
   openStreams: OpenStreams;
   streams: RunStreams;
+  /** The service's tracer and metrics (`@opentelemetry/api`: no-ops without an SDK). */
+  telemetry: ServiceTelemetry;
 }

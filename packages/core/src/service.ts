@@ -24,6 +24,8 @@ import { DEFAULT_STREAM_LIMITS, OpenStreams, type StreamLimits, streamLimitsSche
 import { openApiDocument } from "./openapi/document.js";
 import { openApiPlugin } from "./openapi/route.js";
 import { healthPlugin } from "./health/route.js";
+import { RequestTelemetry } from "./telemetry/request.js";
+import { serviceTelemetry } from "./telemetry/telemetry.js";
 import { routerEntries } from "./plugin/mount.js";
 import { BUILT_IN_CHANNEL_TYPES, mountPlugins, PluginRegistry } from "./plugin/registry.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
@@ -239,6 +241,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     flows.set(flow.name, { flow, name: flow.name, id: flow.id ?? (await uuidV5(flow.name)), version: flow.version ?? null });
   }
 
+  const telemetry = serviceTelemetry();
   const streamLimits = streamCaps(options);
   const limits = rateLimiter(options, streamLimits !== null && streamLimits.perAddress !== false);
   const openStreams = new OpenStreams(streamLimits, (request) => limits.addressOf(request));
@@ -248,6 +251,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const basePath = (options.basePath ?? "").replace(/\/+$/, "");
   const internals: ServiceInternals = {
     basePath,
+    telemetry,
     plugins: pluginRegistry,
     storage: options.storage,
     flows,
@@ -293,7 +297,11 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   if (options.openapi !== false) plugins.push(openApiPlugin(() => openApiDocument({ plugins: mounted, basePath })));
   // Set when `close()` begins: not ready from then on, while the runs in flight drain.
   let closing = false;
-  if (options.health !== false) plugins.push(healthPlugin({ storage: options.storage, plugins: () => mounted, closing: () => closing }));
+  if (options.health !== false) {
+    // A probe path the host's own plugins serve stays theirs.
+    const taken = new Set(plugins.flatMap((plugin) => (plugin.routes ?? []).filter((route) => route.method === "GET").map((route) => route.path)));
+    plugins.push(healthPlugin({ storage: options.storage, plugins: () => mounted, closing: () => closing }, taken));
+  }
   const mounted = await mountPlugins(plugins, ctx, pluginRegistry);
   // Once the plugins registered their channel types: a channel of a type none registers is told of.
   await checkChannels(ctx);
@@ -309,22 +317,24 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
     if (connection?.clientAddress) internals.limits.remember(request, connection.clientAddress);
+    const observed = new RequestTelemetry(telemetry, request.method);
     let reply: Reply;
     try {
       const pathname = pathWithin(pathnameOf(request.url), basePath);
       if (pathname === null) throw new ServiceError("not_found");
       const { route, params } = router.match(request.method, pathname);
-      const answer = await route.handle(request, params, ctx);
+      observed.matched(basePath + route.path);
+      const answer = await observed.within(() => route.handle(request, params, ctx));
       reply = answer instanceof Response ? fromResponse(answer) : answer;
     } catch (error) {
       if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error);
-      reply = errorReply(
-        isServiceError(error) ? await ctx.limits.afterRefusal(request, error) : new ServiceError("runtime_error", undefined, { cause: error }),
-      );
+      const refusal = isServiceError(error) ? await ctx.limits.afterRefusal(request, error) : new ServiceError("runtime_error", undefined, { cause: error });
+      if (refusal.code === "rate_limited" || refusal.code === "too_many_streams") telemetry.refusals.add(1, { "error.type": refusal.code });
+      reply = errorReply(refusal);
     }
     const limited = internals.limits.headersOf(request);
     if (limited !== undefined) Object.assign(reply.headers, limited);
-    return withCors(request, reply);
+    return observed.answered(withCors(request, reply));
   }
 
   return {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelService, createChannelService, defineFlow, text } from "@channelkit/core";
+import { type ChannelService, createChannelService, defineFlow, definePlugin, defineRoute, text } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
 import { sqlite } from "@channelkit/kysely";
 import Database from "better-sqlite3";
@@ -102,6 +102,28 @@ describe("GET /healthz and /readyz", () => {
     release();
     while (!(await reader.read()).done);
     await closed;
+  });
+
+  it("leaves a probe path to the host's own plugin that serves it", async () => {
+    const own = definePlugin({
+      id: "health",
+      routes: [
+        defineRoute({
+          method: "GET",
+          path: "/healthz",
+          auth: "none",
+          doc: { operationId: "ownHealth", summary: "The host's own", tag: "service", responses: { 200: { description: "Up." } }, errors: [] },
+          handle: () => Response.json({ mine: true }),
+        }),
+      ],
+    });
+    const hosted = await createChannelService({ storage: sqlite(file), flows: demoFlows, secretKey: SECRET_KEY, plugins: [own] });
+    try {
+      expect((await probe("/healthz", hosted)).body).toEqual({ mine: true });
+      expect((await probe("/readyz", hosted)).body).toEqual(READY);
+    } finally {
+      await hosted.close();
+    }
   });
 
   it("is left out with health: false", async () => {

@@ -65,53 +65,58 @@ const NO_STORE = { "content-type": "application/json; charset=utf-8", "cache-con
  * `GET /healthz` and `GET /readyz`, for load balancers and orchestrators: off the rate limits,
  * no key. `/healthz` answers 200 while the process answers; `/readyz` answers 200 when
  * {@link readiness} passes, else 503, each with what it found. Turned off with
- * `createChannelService({ health: false })`.
+ * `createChannelService({ health: false })`; a path in `taken` (a route of the host's own
+ * plugins) is left to that route.
  */
-export function healthPlugin(sources: ReadinessSources): ChannelPlugin {
+export function healthPlugin(sources: ReadinessSources, taken: ReadonlySet<string> = new Set()): ChannelPlugin {
   return {
-    id: "health",
-    routes: [
-      defineRoute({
-        method: "GET",
-        path: HEALTHZ_PATH,
-        auth: "none",
-        rateLimited: false,
-        doc: {
-          operationId: "getHealth",
-          summary: "Liveness probe",
-          description:
-            '200 `{ "status": "ok" }` while the process answers requests; nothing else is checked (a liveness probe that reads the database would restart every instance when the database is down). Turned off with `createChannelService({ health: false })`.',
-          tag: "service",
-          responses: { 200: { description: "The process answers." } },
-          errors: ["runtime_error"],
-        },
-        handle(): Reply {
-          return { status: 200, headers: NO_STORE, body: '{"status":"ok"}' };
-        },
-      }),
-      defineRoute({
-        method: "GET",
-        path: READYZ_PATH,
-        auth: "none",
-        rateLimited: false,
-        doc: {
-          operationId: "getReadiness",
-          summary: "Readiness probe",
-          description:
-            '200 when the service can take requests: its storage answers within 2 s, every migration (its plugins\' included) is applied, and it is not closing; else 503. The body says what was found: `{ "status": "ready" | "not_ready", "storage": "ok" | "unreachable", "migrations": "current" | "behind" | "unknown", "pending": [...], "draining": false }`. Behind `@channelkit/node`, a server that drains answers every new request 503 `service_draining`, this one included.',
-          tag: "service",
-          responses: {
-            200: { description: "Ready." },
-            503: { description: "Not ready: the storage does not answer, migrations are pending, or the service is closing." },
-          },
-          errors: ["runtime_error"],
-        },
-        async handle(): Promise<Reply> {
-          const found = await readiness(sources);
-          const { ready, ...checks } = found;
-          return { status: ready ? 200 : 503, headers: NO_STORE, body: JSON.stringify({ status: ready ? "ready" : "not_ready", ...checks }) };
-        },
-      }),
-    ],
+    id: "channelkit-health",
+    routes: probeRoutes(sources).filter((route) => !taken.has(route.path)),
   };
+}
+
+function probeRoutes(sources: ReadinessSources) {
+  return [
+    defineRoute({
+      method: "GET",
+      path: HEALTHZ_PATH,
+      auth: "none",
+      rateLimited: false,
+      doc: {
+        operationId: "getHealth",
+        summary: "Liveness probe",
+        description:
+          '200 `{ "status": "ok" }` while the process answers requests; nothing else is checked (a liveness probe that reads the database would restart every instance when the database is down). Turned off with `createChannelService({ health: false })`.',
+        tag: "service",
+        responses: { 200: { description: "The process answers." } },
+        errors: ["runtime_error"],
+      },
+      handle(): Reply {
+        return { status: 200, headers: NO_STORE, body: '{"status":"ok"}' };
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      path: READYZ_PATH,
+      auth: "none",
+      rateLimited: false,
+      doc: {
+        operationId: "getReadiness",
+        summary: "Readiness probe",
+        description:
+          '200 when the service can take requests: its storage answers within 2 s, every migration (its plugins\' included) is applied, and it is not closing; else 503. The body says what was found: `{ "status": "ready" | "not_ready", "storage": "ok" | "unreachable", "migrations": "current" | "behind" | "unknown", "pending": [...], "draining": false }`. Behind `@channelkit/node`, a server that drains answers every new request 503 `service_draining`, this one included.',
+        tag: "service",
+        responses: {
+          200: { description: "Ready." },
+          503: { description: "Not ready: the storage does not answer, migrations are pending, or the service is closing." },
+        },
+        errors: ["runtime_error"],
+      },
+      async handle(): Promise<Reply> {
+        const found = await readiness(sources);
+        const { ready, ...checks } = found;
+        return { status: ready ? 200 : 503, headers: NO_STORE, body: JSON.stringify({ status: ready ? "ready" : "not_ready", ...checks }) };
+      },
+    }),
+  ];
 }

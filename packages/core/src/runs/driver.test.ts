@@ -12,6 +12,7 @@ import { LiveChat } from "../livechat/live-chat.js";
 import { PluginRegistry } from "../plugin/registry.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { isoTimestamp } from "./timestamp.js";
+import { serviceTelemetry } from "../telemetry/telemetry.js";
 
 const silent = { warn: () => undefined, error: () => undefined };
 
@@ -277,6 +278,8 @@ async function begin(flow: Flow<any>, options: RunOptions = {}) {
       livechat: options.livechat ?? new LiveChat({ storage, feed: inProcessFeed(), provider: { id: "test" }, logger: silent, estimateTokens }),
       trigger: "message",
       claimedAtMs: arrivedMs,
+      telemetry: serviceTelemetry(),
+      trace: null,
       metadata: options.metadata,
       abort,
       storage: options.storage ?? storage,

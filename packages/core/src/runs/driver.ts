@@ -30,6 +30,8 @@ import { type HeldTurn, type RunLifecycle, TURN_CLAIM_MS } from "./lifecycle.js"
 import type { RunOutcome } from "./outcome.js";
 import { isoTimestamp } from "./timestamp.js";
 import { agentMessage, type RunEnd, type TextPart, Transcript } from "./transcript.js";
+import { type RunTrace, recordRun } from "../telemetry/run-trace.js";
+import type { ServiceTelemetry } from "../telemetry/telemetry.js";
 
 export type { TextPart } from "./transcript.js";
 
@@ -95,6 +97,10 @@ interface RunInput {
   streamEnding: { current: StreamEnding | null };
   /** The plugins that hear of runs starting and ending. */
   hooks: PluginRegistry;
+  /** The service's metrics: a run that ends is counted. */
+  telemetry: ServiceTelemetry;
+  /** The run's span, when an SDK records it. */
+  trace: RunTrace | null;
 }
 
 /**
@@ -250,7 +256,10 @@ class RunDriver implements RunSteps<RunPart> {
           const step = woken as IteratorResult<FlowEvent, unknown>;
           if (abort.aborted && woken === abort.reason) end = CANCELLED;
           else if (step.done) end = { status: "success", result: step.value ?? null, error: null };
-          else parts = this.#input.flowEvents ? withEvent(step.value, transcript.apply(step.value)) : transcript.apply(step.value);
+          else {
+            if (step.value.type === "step") this.#input.trace?.step(step.value.name, step.value.nodeType);
+            parts = this.#input.flowEvents ? withEvent(step.value, transcript.apply(step.value)) : transcript.apply(step.value);
+          }
         } catch (thrown) {
           end = abort.aborted ? CANCELLED : this.#flowFailed(thrown);
         }
@@ -295,9 +304,17 @@ class RunDriver implements RunSteps<RunPart> {
     this.#ended(undefined);
   }
 
-  /** The run is over (stored, or failed to be): the lifecycle releases it. */
+  /** The run is over (stored, or failed to be): the lifecycle releases it, and it is counted. */
   #ended(outcome: RunOutcome | undefined): IteratorResult<RunPart, RunOutcome> {
     this.#over = true;
+    const input = this.#input;
+    const ending = {
+      status: outcome ? outcome.status : "failed",
+      turnWaitMs: this.#startedMs - input.claimedAtMs,
+      durationMs: outcome ? outcome.durationMs : Date.now() - this.#startedMs,
+    };
+    recordRun(input.telemetry, input.channel.type, ending);
+    input.trace?.end(ending);
     this.#input.lifecycle.release(this.#input.abort);
     return { done: true, value: outcome as RunOutcome };
   }
@@ -395,7 +412,8 @@ class RunDriver implements RunSteps<RunPart> {
   async #claimTurn(claim: ClaimTurnInput): Promise<ClaimedTurn | null> {
     const input = this.#input;
     try {
-      return await input.storage.claimTurn(claim);
+      const trace = input.trace;
+      return await (trace === null ? input.storage.claimTurn(claim) : trace.storage("claimTurn", () => input.storage.claimTurn(claim)));
     } catch (error) {
       // A recorded run's row carries its ticket from the start: it cannot queue again.
       if (!isTurnPassedOver(error) || input.stream) throw error;
@@ -416,7 +434,9 @@ class RunDriver implements RunSteps<RunPart> {
     return new Promise((resolve, reject) => {
       this.#wake = resolve;
       abort.listen(resolve);
-      events.next().then(resolve, reject);
+      // The flow runs in the run's span: what it starts (a model's call) is the run's.
+      const trace = this.#input.trace;
+      (trace === null ? events.next() : trace.within(() => events.next())).then(resolve, reject);
     });
   }
 
@@ -479,7 +499,7 @@ class RunDriver implements RunSteps<RunPart> {
       const whole: StoreRunInput = { run: recordOf(input, outcome), conversation: input.conversation, messages };
       if (transcript.flowState) whole.flowState = transcript.flowState.value;
       if (change) whole.mode = change.to;
-      await storage.storeRun(whole);
+      await (input.trace === null ? storage.storeRun(whole) : input.trace.storage("storeRun", () => storage.storeRun(whole)));
       if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
       if (input.hooks.hears("runEnded")) input.hooks.notify("runEnded", { ...hookEvent(input), outcome });
       return outcome;
@@ -495,7 +515,7 @@ class RunDriver implements RunSteps<RunPart> {
     // The flow state when the flow set one (a present key, even `undefined`, sets it).
     if (transcript.flowState) completion.flowState = transcript.flowState.value;
     if (change) completion.mode = change;
-    await complete(input, completion, outcome);
+    await (input.trace === null ? complete(input, completion, outcome) : input.trace.storage("completeRun", () => complete(input, completion, outcome)));
     lifecycle.turnPassed(input.conversation.id);
     if (change) input.livechat.afterRun(input.channel, input.conversation.id, change, null);
     if (input.hooks.hears("runEnded")) input.hooks.notify("runEnded", { ...hookEvent(input), outcome });

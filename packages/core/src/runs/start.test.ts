@@ -18,6 +18,7 @@ import { PluginRegistry } from "../plugin/registry.js";
 import { RunLifecycle } from "./lifecycle.js";
 import { runsOf } from "./runs.js";
 import { type StartedRun, startRun } from "./start.js";
+import { serviceTelemetry } from "../telemetry/telemetry.js";
 
 const silent = { warn: () => undefined, error: () => undefined };
 const NOW = new Date().toISOString();
@@ -123,6 +124,7 @@ async function setup() {
     limits: new RateLimiter(null, memoryRateLimitStore(), 0),
     streams: new RunStreams({ store: undefined, feed: inProcessFeed(), logger: silent, leaseMs: 30_000 }),
     openStreams: new OpenStreams(null, () => undefined),
+    telemetry: serviceTelemetry(),
   };
   ctx.runs = runsOf(ctx);
   const request = { signal: new AbortController().signal };

@@ -8,6 +8,7 @@ import type { FlowTrigger } from "../flows/define.js";
 import { claimOf, driveRun, type RunPart, type RunSteps, type StreamEnding, type TextPart } from "./driver.js";
 import type { RunOutcome } from "./outcome.js";
 import { newRecordId } from "./run-id.js";
+import { RunTrace } from "../telemetry/run-trace.js";
 
 /** What a channel asks of {@link startRun}. */
 export interface StartRunInput {
@@ -123,14 +124,25 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
   // nobody else knows the conversation's id (unless `idKnown`). It is stored whole at its
   // end, in one transaction, instead of a claim now and its outcome then (see docs/benchmarks.md).
   const begun = !(conversation.isNew && !input.live && !idKnown);
+  const trace = RunTrace.start(ctx.telemetry, {
+    runId,
+    conversationId: conversation.id,
+    channelId: channel.id,
+    channelType: channel.type,
+    tenantId: channel.tenantId,
+    flowName: input.flow.name,
+  });
   let ticket: RunTicket | null;
   try {
-    ticket = begun ? await ctx.storage.beginRun(claim) : unbegun(claim);
+    if (!begun) ticket = unbegun(claim);
+    else ticket = trace === null ? await ctx.storage.beginRun(claim) : await trace.storage("beginRun", () => ctx.storage.beginRun(claim));
   } catch (error) {
+    trace?.end({ status: "failed", turnWaitMs: 0, durationMs: 0 });
     runs.release(abort);
     throw error;
   }
   if (ticket === null) {
+    trace?.end({ status: "failed", turnWaitMs: 0, durationMs: 0 });
     runs.release(abort);
     throw new ServiceError("conversation_not_found");
   }
@@ -159,6 +171,8 @@ export async function startRun(ctx: ServiceInternals, input: StartRunInput, idKn
       flowEvents: input.flowEvents === true,
       streamEnding,
       hooks: ctx.plugins,
+      telemetry: ctx.telemetry,
+      trace,
     },
     ticket.claimed,
     input.request,
