@@ -229,6 +229,33 @@ function deletionTests(name: string, open: () => Promise<TestStore>) {
       expect((await audited("delete_conversation"))[0]).toMatchObject({ outcome: "failure", error_code: "run_in_progress", channel_id: channel.id });
     });
 
+    it("refuses a conversation whose run is streaming right now, and deletes it once the run ended", async () => {
+      const slow = await service.admin.createChannel({ tenantId, flow: "slow" });
+      const controller = new AbortController();
+      const response = await fetch(`${server.url}/public/v1/api/execute`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${slow.api_key}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ payload: "take your time", stream: true }),
+        signal: controller.signal,
+      });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      let text = "";
+      while (!text.includes("text-delta")) text += new TextDecoder().decode((await reader.read()).value);
+      const conversationId = /"conversation_id":"([0-9a-f-]{36})"/.exec(text)?.[1] as string;
+      expect(await admin("DELETE", `/api/v1/conversations/${conversationId}`)).toMatchObject({ status: 409, body: { error: { code: "run_in_progress" } } });
+      expect(await store.storage.findConversation(conversationId)).not.toBeNull();
+      // The client goes away: the run is stored cancelled and lets its conversation go.
+      controller.abort();
+      await reader.cancel().catch(() => undefined);
+      let answer = await admin("DELETE", `/api/v1/conversations/${conversationId}`);
+      for (let i = 0; i < 100 && answer.status === 409; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        answer = await admin("DELETE", `/api/v1/conversations/${conversationId}`);
+      }
+      expect(answer).toMatchObject({ status: 200, body: { deleted: { conversation_id: conversationId, runs: 1 } } });
+      expect(await rowsHolding(db, [conversationId, "take your time"])).toEqual({ audit_events: 2 });
+    });
+
     it("erases an end user: every conversation they took part in, on every channel of the tenant, and nothing of theirs is left in any table", async () => {
       const user = `tg-${crypto.randomUUID()}`;
       const second = await service.admin.createChannel({ tenantId, flow: "echo" });
