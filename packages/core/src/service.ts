@@ -317,24 +317,27 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
     if (connection?.clientAddress) internals.limits.remember(request, connection.clientAddress);
-    const observed = new RequestTelemetry(telemetry, request.method);
+    // Without an SDK, a request makes no telemetry object at all.
+    const observed = telemetry.metered || telemetry.tracing() ? new RequestTelemetry(telemetry, request.method) : null;
     let reply: Reply;
     try {
       const pathname = pathWithin(pathnameOf(request.url), basePath);
       if (pathname === null) throw new ServiceError("not_found");
       const { route, params } = router.match(request.method, pathname);
-      observed.matched(basePath + route.path);
-      const answer = await observed.within(() => route.handle(request, params, ctx));
+      observed?.matched(basePath + route.path);
+      const answer = await (observed === null ? route.handle(request, params, ctx) : observed.within(() => route.handle(request, params, ctx)));
       reply = answer instanceof Response ? fromResponse(answer) : answer;
     } catch (error) {
       if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error);
       const refusal = isServiceError(error) ? await ctx.limits.afterRefusal(request, error) : new ServiceError("runtime_error", undefined, { cause: error });
-      if (refusal.code === "rate_limited" || refusal.code === "too_many_streams") telemetry.refusals.add(1, { "error.type": refusal.code });
+      if (telemetry.metered && (refusal.code === "rate_limited" || refusal.code === "too_many_streams"))
+        telemetry.refusals.add(1, { "error.type": refusal.code });
       reply = errorReply(refusal);
     }
     const limited = internals.limits.headersOf(request);
     if (limited !== undefined) Object.assign(reply.headers, limited);
-    return observed.answered(withCors(request, reply));
+    const answer = withCors(request, reply);
+    return observed === null ? answer : observed.answered(answer);
   }
 
   return {

@@ -308,13 +308,16 @@ class RunDriver implements RunSteps<RunPart> {
   #ended(outcome: RunOutcome | undefined): IteratorResult<RunPart, RunOutcome> {
     this.#over = true;
     const input = this.#input;
-    const ending = {
-      status: outcome ? outcome.status : "failed",
-      turnWaitMs: this.#startedMs - input.claimedAtMs,
-      durationMs: outcome ? outcome.durationMs : Date.now() - this.#startedMs,
-    };
-    recordRun(input.telemetry, input.channel.type, ending);
-    input.trace?.end(ending);
+    // Nothing is made for a run that no SDK measures nor traces.
+    if (input.trace !== null || input.telemetry.metered) {
+      const ending = {
+        status: outcome ? outcome.status : "failed",
+        turnWaitMs: this.#startedMs - input.claimedAtMs,
+        durationMs: outcome ? outcome.durationMs : Date.now() - this.#startedMs,
+      };
+      recordRun(input.telemetry, input.channel.type, ending);
+      input.trace?.end(ending);
+    }
     this.#input.lifecycle.release(this.#input.abort);
     return { done: true, value: outcome as RunOutcome };
   }

@@ -42,6 +42,7 @@ export class RunTrace {
 
   /** The trace of a run starting now; null when no SDK records it. */
   static start(telemetry: ServiceTelemetry, run: RunIdentity): RunTrace | null {
+    if (!telemetry.tracing()) return null;
     const span = telemetry.tracer.startSpan(`invoke_agent ${run.flowName}`, {
       attributes: {
         "gen_ai.operation.name": "invoke_agent",
@@ -105,6 +106,7 @@ function errorName(error: unknown): string {
 
 /** Counts a run that ended in the service's metrics. */
 export function recordRun(telemetry: ServiceTelemetry, channelType: string, ending: RunEnding): void {
+  if (!telemetry.metered) return;
   const attributes = { "channelkit.run.status": ending.status, "channelkit.channel.type": channelType };
   telemetry.runs.add(1, attributes);
   telemetry.runDuration.record(ending.durationMs / 1000, attributes);

@@ -1,4 +1,4 @@
-import { type Counter, type Histogram, metrics, type Tracer, trace, type UpDownCounter } from "@opentelemetry/api";
+import { type Counter, createNoopMeter, type Histogram, metrics, ProxyTracerProvider, type Tracer, trace, type UpDownCounter } from "@opentelemetry/api";
 
 /** The instrumentation scope of channelkit's spans and metrics. */
 export const TELEMETRY_SCOPE = "@channelkit/core";
@@ -10,6 +10,10 @@ export const TELEMETRY_SCOPE = "@channelkit/core";
  */
 export interface ServiceTelemetry {
   tracer: Tracer;
+  /** Whether a meter provider was registered when the service was made: without one, nothing is measured. */
+  metered: boolean;
+  /** Whether a tracer provider is registered now (one may be, after the service was made). */
+  tracing(): boolean;
   /** `http.server.request.duration` (s), by `http.request.method`, `http.route`, `http.response.status_code`. */
   requestDuration: Histogram;
   /** `channelkit.runs`: runs stored, by `channelkit.run.status` and `channelkit.channel.type`. */
@@ -33,6 +37,8 @@ export function serviceTelemetry(): ServiceTelemetry {
   const meter = metrics.getMeter(TELEMETRY_SCOPE);
   return {
     tracer: trace.getTracer(TELEMETRY_SCOPE),
+    metered: meter.constructor !== NOOP_METER,
+    tracing,
     requestDuration: meter.createHistogram("http.server.request.duration", { unit: "s", description: "Duration of HTTP server requests." }),
     runs: meter.createCounter("channelkit.runs", { unit: "{run}", description: "Runs of flows, by how they ended." }),
     runDuration: meter.createHistogram("channelkit.run.duration", { unit: "s", description: "Time a flow ran, from its turn to its end." }),
@@ -43,4 +49,17 @@ export function serviceTelemetry(): ServiceTelemetry {
       description: "Requests refused by the rate limits or the caps on open streams.",
     }),
   };
+}
+
+/** The API's own no-op meter's class: a meter of that class measures nothing. */
+const NOOP_METER = createNoopMeter().constructor;
+
+/**
+ * Whether spans are recorded: an SDK registered its provider behind the API's proxy. Read on
+ * each request, so that a service without an SDK makes no span object at all (the API's
+ * no-op span is an allocation per request and per run, measurable on an execute).
+ */
+function tracing(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(TELEMETRY_SCOPE) !== undefined;
 }
