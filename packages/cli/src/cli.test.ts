@@ -1029,6 +1029,18 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
     expect(rotated.status).toBe(200);
   });
 
+  it("--log-format json: the service's warnings are JSON lines on stderr; answers carry X-Request-Id; a bad format is a usage error", async () => {
+    const started = await startServe(["--db", tempDb(), "--port", "0", "--log-format", "json"], { CHANNELKIT_SECRET_KEY: undefined });
+    const [warning] = started
+      .stderr()
+      .split("\n")
+      .filter((line) => line.includes("no master key"));
+    expect(JSON.parse(warning as string)).toMatchObject({ level: "warn", msg: expect.stringMatching(/^channelkit: WARNING: no master key configured/) });
+    const answered = await fetch(`${started.url}/healthz`, { headers: { "x-request-id": "probe-1" } });
+    expect(answered.headers.get("x-request-id")).toBe("probe-1");
+    await expect(startServe(["--db", tempDb(), "--port", "0", "--log-format", "xml"])).rejects.toThrow(/--log-format takes one of json, pretty/);
+  });
+
   it("refuses to start in production with --admin-dev-mode or a short admin secret; outside production a short secret is a warning", async () => {
     for (const [args, env, message] of [
       [["--admin-dev-mode"], { NODE_ENV: "production", CHANNELKIT_SECRET_KEY: MASTER_KEY }, "development mode (no JWT) is refused in production"],

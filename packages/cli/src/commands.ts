@@ -313,7 +313,9 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "streams-per-key": { type: "string" },
     "streams-per-address": { type: "string" },
     "max-connections": { type: "string" },
+    "log-format": { type: "string" },
   });
+  const logFormat = oneOf("log-format", values["log-format"], ["json", "pretty"] as const);
   const rawLimits = values["rate-limits"];
   const rateLimits = rawLimits === undefined ? undefined : rawLimits === "off" ? false : rateLimitsValue("rate-limits", rawLimits, serviceRateLimitsWireSchema);
   const rawTrust = values["trust-proxy"];
@@ -343,6 +345,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     adminDevMode: values["admin-dev-mode"] === true,
     livechat,
     plugins,
+    logFormat,
     rateLimits,
     trustProxy,
     streamLimits,

@@ -5,7 +5,9 @@ import {
   type ChannelService,
   type ChannelServiceOptions,
   createChannelService,
+  jsonLogger,
   type LiveChatProvider,
+  type Logger,
   liveChatInbox,
   type MigrateOptions,
   liveChatWebhookBridge,
@@ -50,6 +52,8 @@ export interface Serving {
   livechat: LiveChatChoice | undefined;
   /** The command's own plugins (the widget's script, the demo page); one a config already has, by name, is left out. */
   plugins: ChannelPlugin[];
+  /** `--log-format`: `json` writes the service's log as one JSON object per line (`jsonLogger`). */
+  logFormat?: "json" | "pretty" | undefined;
 }
 
 /** The service a command works on. */
@@ -150,12 +154,16 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
     if (config?.livechat && serving?.livechat !== undefined) {
       throw new UsageError(`--livechat cannot be used with ${file?.shown}: it sets livechat`);
     }
+    if (config?.logger && serving?.logFormat !== undefined) {
+      throw new UsageError(`--log-format cannot be used with ${file?.shown}: it sets logger`);
+    }
+    const pretty: Logger = { warn: (m) => io.err(logLine(m)), error: (m, ...d) => io.err([logLine(m), ...d.map(String)].join(" ")) };
     const options: ChannelServiceOptions = {
       ...config,
       storage,
       flows: config?.flows ?? demoFlows,
       secretKey: config?.secretKey ?? io.env.CHANNELKIT_SECRET_KEY,
-      logger: config?.logger ?? { warn: (m) => io.err(logLine(m)), error: (m, ...d) => io.err([logLine(m), ...d.map(String)].join(" ")) },
+      logger: config?.logger ?? (serving?.logFormat === "json" ? jsonLogger({ write: (line) => io.err(line) }) : pretty),
       // The commands other than serve answer no request: the config's plugins and live chat
       // (whose start-up may reach other services) are serve's alone. Their channel types are
       // registered all the same, without their routes, hooks or start-up: `channel create

@@ -3,7 +3,7 @@ export const USAGE = `Usage: channelkit <command> [options]
 
 Commands:
   serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000] [--admin-dev-mode]
-        [--livechat inbox|bridge|off] [--drain-ms 10000] [--rate-limits JSON|off] [--trust-proxy N]
+        [--livechat inbox|bridge|off] [--log-format pretty|json] [--drain-ms 10000] [--rate-limits JSON|off] [--trust-proxy N]
         [--streams-per-key 1000|off] [--streams-per-address 100|off] [--max-connections N|off]
   migrate
   tenant create --name NAME

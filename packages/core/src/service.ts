@@ -25,6 +25,7 @@ import { openApiDocument } from "./openapi/document.js";
 import { openApiPlugin } from "./openapi/route.js";
 import { healthPlugin } from "./health/route.js";
 import { RequestTelemetry } from "./telemetry/request.js";
+import { requestIdOf } from "./http/request-id.js";
 import { serviceTelemetry } from "./telemetry/telemetry.js";
 import { routerEntries } from "./plugin/mount.js";
 import { BUILT_IN_CHANNEL_TYPES, mountPlugins, PluginRegistry } from "./plugin/registry.js";
@@ -317,6 +318,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
     if (connection?.clientAddress) internals.limits.remember(request, connection.clientAddress);
+    const requestId = requestIdOf(request);
     // Without an SDK, a request makes no telemetry object at all.
     const observed = telemetry.metered || telemetry.tracing() ? new RequestTelemetry(telemetry, request.method) : null;
     let reply: Reply;
@@ -328,7 +330,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
       const answer = await (observed === null ? route.handle(request, params, ctx) : observed.within(() => route.handle(request, params, ctx)));
       reply = answer instanceof Response ? fromResponse(answer) : answer;
     } catch (error) {
-      if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error);
+      if (!isServiceError(error)) logger.error("channelkit: unexpected error while handling a request", error, { request_id: requestId });
       const refusal = isServiceError(error) ? await ctx.limits.afterRefusal(request, error) : new ServiceError("runtime_error", undefined, { cause: error });
       if (telemetry.metered && (refusal.code === "rate_limited" || refusal.code === "too_many_streams"))
         telemetry.refusals.add(1, { "error.type": refusal.code });
@@ -336,6 +338,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     }
     const limited = internals.limits.headersOf(request);
     if (limited !== undefined) Object.assign(reply.headers, limited);
+    reply.headers["x-request-id"] = requestId;
     const answer = withCors(request, reply);
     return observed === null ? answer : observed.answered(answer);
   }

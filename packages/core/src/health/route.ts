@@ -92,7 +92,7 @@ function probeRoutes(sources: ReadinessSources) {
         errors: ["runtime_error"],
       },
       handle(): Reply {
-        return { status: 200, headers: NO_STORE, body: '{"status":"ok"}' };
+        return { status: 200, headers: { ...NO_STORE }, body: '{"status":"ok"}' };
       },
     }),
     defineRoute({
@@ -115,7 +115,7 @@ function probeRoutes(sources: ReadinessSources) {
       async handle(): Promise<Reply> {
         const found = await readiness(sources);
         const { ready, ...checks } = found;
-        return { status: ready ? 200 : 503, headers: NO_STORE, body: JSON.stringify({ status: ready ? "ready" : "not_ready", ...checks }) };
+        return { status: ready ? 200 : 503, headers: { ...NO_STORE }, body: JSON.stringify({ status: ready ? "ready" : "not_ready", ...checks }) };
       },
     }),
   ];

@@ -456,7 +456,11 @@ class RunDriver implements RunSteps<RunPart> {
    */
   #flowFailed(thrown: unknown): FlowEnd {
     const { lifecycle, flow, runId, channel, conversation } = this.#input;
-    lifecycle.logger.error(`channelkit: flow "${flow.name}" failed: run ${runId}, channel ${channel.id}, conversation ${conversation.id}`, thrown);
+    lifecycle.logger.error(`channelkit: flow "${flow.name}" failed: run ${runId}, channel ${channel.id}, conversation ${conversation.id}`, thrown, {
+      run_id: runId,
+      channel_id: channel.id,
+      conversation_id: conversation.id,
+    });
     return { status: "error", result: null, error: thrown instanceof Error ? thrown.message : String(thrown) };
   }
 

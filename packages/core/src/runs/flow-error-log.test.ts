@@ -39,6 +39,8 @@ describe("a flow that throws", () => {
       const logged = errors.find(([message]) => String(message).includes(`run ${runId}`));
       expect(logged?.[0]).toBe(`channelkit: flow "broken" failed: run ${runId}, channel ${channel.id}, conversation ${conversationId}`);
       expect((logged?.[1] as Error).message).toBe("the model is down");
+      // The ids as fields too, for a structured logger (jsonLogger) to make them its line's.
+      expect(logged?.[2]).toEqual({ run_id: runId, channel_id: channel.id, conversation_id: conversationId });
     }
     await service.close();
   });
