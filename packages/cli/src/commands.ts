@@ -263,6 +263,33 @@ export async function conversationList(args: string[], io: Io): Promise<void> {
   printJson(io, await withAdmin(values, io, (admin) => admin.listConversations(query)));
 }
 
+/**
+ * `conversation export [--tenant ID] [--channel ID] [--conversation ID] [--since T] [--until T] [--end-user ID]`:
+ * JSON Lines on stdout, one `{"conversation":…,"messages":[…]}` per line, newest first, each
+ * written as it is read from the storage.
+ */
+export async function conversationExport(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {
+    tenant: { type: "string" },
+    channel: { type: "string" },
+    conversation: { type: "string" },
+    since: { type: "string" },
+    until: { type: "string" },
+    "end-user": { type: "string" },
+  });
+  const query = {
+    ...(values.tenant === undefined ? {} : { tenantId: values.tenant }),
+    ...(values.channel === undefined ? {} : { channelId: values.channel }),
+    ...(values.conversation === undefined ? {} : { conversationId: values.conversation }),
+    ...(values.since === undefined ? {} : { since: values.since }),
+    ...(values.until === undefined ? {} : { until: values.until }),
+    ...(values["end-user"] === undefined ? {} : { externalUserId: values["end-user"] }),
+  };
+  await withAdmin(values, io, async (admin) => {
+    for await (const line of await admin.exportConversations(query)) printJson(io, line);
+  });
+}
+
 /** `end-user erase ID [--tenant ID]`: deletes every conversation the end user took part in, prints `{"erased":{...}}`. */
 export async function endUserErase(args: string[], io: Io): Promise<void> {
   const { values, positionals } = parse(args, { tenant: { type: "string" } }, 1, "the end user's ID");

@@ -86,4 +86,41 @@ describe("channelkit conversation and end-user commands", () => {
     // The trail never holds the end user's id in clear.
     expect(JSON.stringify(events)).not.toContain("tg-2");
   });
+
+  it("exports JSON Lines: one conversation per line with its messages, by channel, period and conversation; bad input is a clear error", async () => {
+    const tenantId = (await cli("tenant", "create", "--name", "Export")).json().tenant.id as string;
+    const channelId = (await cli("channel", "create", "--tenant", tenantId, "--flow", "echo")).json().channel.id as string;
+    const storage = sqlite(db);
+    const channel = { id: channelId, tenantId };
+    const first = await fillConversation(storage, channel, { seconds: 10 });
+    const second = await fillConversation(storage, channel, { seconds: 4000 });
+    await storage.close();
+
+    const lines = async (...args: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await main(["conversation", "export", ...args, "--db", db], {
+        env: { CHANNELKIT_SECRET_KEY: MASTER_KEY },
+        out: (line) => out.push(line),
+        err: (line) => err.push(line),
+      });
+      expect({ code, err }).toEqual({ code: 0, err: [] });
+      return out.map((line) => JSON.parse(line) as { conversation: { conversation_id: string }; messages: { content: string; turn_index: number }[] });
+    };
+    const all = await lines("--tenant", tenantId, "--channel", channelId);
+    expect(all.map((line) => line.conversation.conversation_id)).toEqual([second.id, first.id]);
+    expect(all[1]?.messages.map((message) => message.turn_index)).toEqual([0, 1, 2, 3, 4]);
+    expect(all[1]?.messages.map((message) => message.content).sort()).toEqual([...first.contents].sort());
+    const firstHour = await lines("--channel", channelId, "--since", "2025-01-01T00:00:00Z", "--until", "2025-01-01T01:00:00Z");
+    expect(firstHour.map((line) => line.conversation.conversation_id)).toEqual([first.id]);
+    expect((await lines("--conversation", second.id)).map((line) => line.conversation.conversation_id)).toEqual([second.id]);
+    expect(await lines("--channel", channelId, "--since", "2030-01-01T00:00:00Z")).toEqual([]);
+
+    const bad = await cli("conversation", "export", "--since", "2025-02-01T00:00:00Z", "--until", "2025-01-01T00:00:00Z");
+    expect(bad.code).toBe(1);
+    expect(bad.error().error.code).toBe("validation_error");
+    const events = (await cli("audit", "--tenant", tenantId)).json().events as { operation: string; actor: string }[];
+    expect(events.filter((event) => event.operation === "export_conversations").length).toBe(4);
+    expect(events.find((event) => event.operation === "export_conversations")?.actor).toBe("cli");
+  });
 });

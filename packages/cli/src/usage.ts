@@ -24,6 +24,8 @@ Commands:
   channel rotate-signing-secret ID
   conversation list [--tenant ID] [--channel ID] [--since TIME] [--until TIME] [--end-user ID]
                     [--limit 50] [--cursor C]
+  conversation export [--tenant ID] [--channel ID] [--conversation ID] [--since TIME] [--until TIME]
+                      [--end-user ID]
   conversation delete ID
   end-user erase ID [--tenant ID]
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

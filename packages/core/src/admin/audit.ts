@@ -11,7 +11,8 @@ export type AuditOperation =
   | "rotate_key"
   | "rotate_signing_secret"
   | "delete_conversation"
-  | "erase_end_user";
+  | "erase_end_user"
+  | "export_conversations";
 
 /** One entry of the audit trail as `admin.audit()` and `GET /api/v1/audit` answer it. */
 export interface AuditEvent {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { fromBase64Url, toBase64Url, utf8 } from "../auth/encoding.js";
 import { conversationIdSchema } from "../conversations/schemas.js";
+import type { MessageView } from "../conversations/message-view.js";
 import { ServiceError } from "../http/errors.js";
 import { integerParam } from "../http/validate.js";
 import { conversationModeSchema } from "../livechat/schemas.js";
@@ -46,6 +47,29 @@ export const listConversationsSchema = z.strictObject({
   cursor: z.string().min(1, "cursor must not be empty").optional(),
 });
 
+/** Input of `admin.exportConversations`: every filter given narrows the export; since must not be after until. */
+export const exportConversationsSchema = z
+  .strictObject({
+    /** Every tenant's when absent (the admin routes always pass theirs). */
+    tenantId: z.string().min(1, "tenantId must not be empty").optional(),
+    channelId: z.guid({ error: "channelId must be a UUID" }).optional(),
+    /** Only this conversation. */
+    conversationId: z.guid({ error: "conversationId must be a UUID" }).optional(),
+    /** Conversations created at or after this time. */
+    since: instant("since").optional(),
+    /** Conversations created before this time. */
+    until: instant("until").optional(),
+    /** Only the conversations in which this end user took part (as {@link eraseEndUserSchema} finds them). */
+    externalUserId: externalUserId("externalUserId").optional(),
+  })
+  .refine((input) => input.since === undefined || input.until === undefined || input.since <= input.until, {
+    message: "since must not be after until",
+    path: ["since"],
+  });
+
+/** Raw input of {@link exportConversationsSchema}. */
+export type ExportConversationsInput = z.input<typeof exportConversationsSchema>;
+
 /** Raw input of {@link deleteConversationSchema}. */
 export type DeleteConversationInput = z.input<typeof deleteConversationSchema>;
 /** Raw input of {@link eraseEndUserSchema}. */
@@ -76,6 +100,18 @@ export const listConversationsQuerySchema = z.strictObject({
   cursor: z.string().min(1, "cursor must not be empty").optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 
+/** Query of `GET /api/v1/conversations/export`: any other parameter is a 422. */
+export const exportConversationsQuerySchema = z.strictObject({
+  channel_id: z.guid({ error: "channel_id must be a UUID" }).optional().meta({ description: "Only this channel's conversations." }),
+  conversation_id: z.guid({ error: "conversation_id must be a UUID" }).optional().meta({ description: "Only this conversation." }),
+  since: z.string().optional().meta({ description: "Only conversations created at or after this ISO 8601 time.", format: "date-time" }),
+  until: z.string().optional().meta({ description: "Only conversations created before this ISO 8601 time.", format: "date-time" }),
+  external_user_id: z
+    .string()
+    .optional()
+    .meta({ description: "Only the conversations in which this end user took part (see `POST /api/v1/end-users/erase`)." }),
+});
+
 /** A conversation as the admin lists it: the live-chat inbox's view, without the wait's expiry. */
 export const adminConversationViewSchema = z.object({
   conversation_id: z.uuid(),
@@ -100,6 +136,12 @@ export const conversationPageSchema = z.object({
 
 /** A page of conversations, newest first; pass `next_cursor` back as `cursor` for the next page. */
 export type ConversationPage = z.output<typeof conversationPageSchema>;
+
+/** One line of `GET /api/v1/conversations/export`: a conversation as the listing shows it, with its messages as history shows them, oldest first. */
+export interface ConversationExport {
+  conversation: AdminConversationView;
+  messages: MessageView[];
+}
 
 /** `DELETE /api/v1/conversations/{conversation_id}`: what was deleted. */
 export const deleteConversationResponseSchema = z.object({

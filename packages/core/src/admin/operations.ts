@@ -5,8 +5,18 @@ import { isServiceError, ServiceError } from "../http/errors.js";
 import { validate } from "../http/validate.js";
 import { sha256Hex } from "../auth/encoding.js";
 import { isoNow, isoTimestamp } from "../runs/timestamp.js";
+import { messageView } from "../conversations/message-view.js";
 import { canonicalId } from "../storage/records.js";
-import type { ApiKeyRecord, AuditEventRecord, ChannelPatch, ChannelRecord, DeletedConversation, Storage, TenantRecord } from "../storage/types.js";
+import type {
+  ApiKeyRecord,
+  AuditEventRecord,
+  ChannelPatch,
+  ChannelRecord,
+  ConversationRecord,
+  DeletedConversation,
+  Storage,
+  TenantRecord,
+} from "../storage/types.js";
 import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
 import { channelTypeFor, newSettings, type SettingsUpdate, updatedSettings, viewOf } from "./channel-settings.js";
 import { type ChannelView, channelView } from "./channel-view.js";
@@ -17,9 +27,12 @@ import {
   type DeleteConversationInput,
   type DeletedConversationView,
   deleteConversationSchema,
+  type ConversationExport,
   type ErasedEndUserView,
   type EraseEndUserInput,
   eraseEndUserSchema,
+  type ExportConversationsInput,
+  exportConversationsSchema,
   type ListConversationsInput,
   listConversationsSchema,
   parseConversationCursor,
@@ -119,6 +132,22 @@ export interface ChannelAdmin {
   eraseEndUser(input: EraseEndUserInput): Promise<ErasedEndUserView>;
   /** Conversations newest first (by creation time, then id), a page at a time (default 50, at most 200). Not recorded (a read). */
   listConversations(input?: ListConversationsInput): Promise<ConversationPage>;
+  /**
+   * The conversations that match every filter given (of a channel, one conversation, created
+   * in `[since, until)`, or in which an end user took part), newest first as
+   * {@link listConversations} orders them, each with all its messages oldest first as history
+   * shows them. The input is checked, and the export recorded in the audit trail
+   * (`export_conversations`, with its filters and the SHA-256 of an end user's id, never a
+   * message), before the promise resolves; the conversations are then read from the storage a
+   * page at a time as the iterable is consumed. A conversation of another tenant, for a
+   * confined caller, is `conversation_not_found`, as {@link deleteConversation} answers.
+   *
+   * @example
+   * for await (const line of await service.admin.exportConversations({ channelId, since: "2025-01-01T00:00:00Z" })) {
+   *   process.stdout.write(`${JSON.stringify(line)}\n`);
+   * }
+   */
+  exportConversations(input?: ExportConversationsInput): Promise<AsyncIterable<ConversationExport>>;
   /**
    * The same operations, recorded in the audit trail as done by `actor` (a user name, a
    * service account): `service.admin.as("alice@example.com").rotateKey(id)`.
@@ -227,6 +256,9 @@ async function listAll(storage: Storage, ids: string[], tenantId: string | undef
   }
   return found;
 }
+
+/** Conversations, and messages of one conversation, read per query of an export. */
+const EXPORT_PAGE = 100;
 
 /** A tenant in the wire's names. */
 function tenantView(tenant: TenantRecord): TenantView {
@@ -615,6 +647,80 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
         conversations: page.map((conversation) => adminConversationView(conversation, channels.get(conversation.channelId) ?? null)),
         next_cursor: conversations.length > query.limit && last ? conversationCursor(last) : null,
       };
+    },
+
+    exportConversations(input = {}) {
+      const tenantId = (input as { tenantId?: unknown } | null)?.tenantId;
+      const target: AuditTarget = { tenantId: caller.tenantId ?? (typeof tenantId === "string" ? tenantId : null), channelId: null };
+      return audited("export_conversations", target, async () => {
+        const query = validate(exportConversationsSchema, input);
+        if (caller.tenantId !== undefined && query.tenantId !== undefined && query.tenantId !== caller.tenantId) {
+          throw new ServiceError("validation_error", `No tenant exists with id ${query.tenantId}.`);
+        }
+        const tenant = caller.tenantId ?? query.tenantId;
+        if (!storage.listConversations) throw new ServiceError("runtime_error", "This storage cannot list conversations (it has no listConversations).");
+        const listConversations: NonNullable<Storage["listConversations"]> = storage.listConversations.bind(storage);
+        const channelId = query.channelId === undefined ? undefined : canonicalId(query.channelId);
+        if (channelId !== undefined) target.channelId = channelId;
+        let only: ConversationRecord | null | undefined;
+        if (query.conversationId !== undefined) {
+          only = await storage.findConversation(canonicalId(query.conversationId));
+          if (!only || (tenant !== undefined && only.tenantId !== tenant)) throw new ServiceError("conversation_not_found");
+          target.tenantId = only.tenantId;
+          target.channelId ??= only.channelId;
+        }
+        // An unconfined export of one channel is filed in its tenant's trail.
+        if (target.tenantId === null && channelId !== undefined) target.tenantId = (await storage.findChannel(channelId))?.tenantId ?? null;
+        const ids = query.externalUserId === undefined ? undefined : await endUserConversations(storage, query.externalUserId, tenant);
+        // The filters, never a message; an end user as the SHA-256 of their id, as erase_end_user records it.
+        const changes: AuditEventRecord["changes"] = {};
+        if (channelId !== undefined) changes.channel_id = { from: null, to: channelId };
+        if (only) changes.conversation_id = { from: null, to: only.id };
+        if (query.since !== undefined) changes.since = { from: null, to: query.since };
+        if (query.until !== undefined) changes.until = { from: null, to: query.until };
+        if (query.externalUserId !== undefined) changes.external_user_sha256 = { from: null, to: await sha256Hex(query.externalUserId) };
+        await storage.appendAuditEvent(record("export_conversations", target, changes));
+
+        const matches = (conversation: ConversationRecord): boolean =>
+          (channelId === undefined || conversation.channelId === channelId) &&
+          (query.since === undefined || conversation.createdAt >= query.since) &&
+          (query.until === undefined || conversation.createdAt < query.until) &&
+          (ids === undefined || ids.includes(conversation.id));
+        const channels = new Map<string, ChannelRecord | null>();
+        async function* exported(): AsyncGenerator<ConversationExport> {
+          if (ids !== undefined && ids.length === 0) return;
+          let before: { createdAt: string; id: string } | undefined;
+          for (;;) {
+            const page: ConversationRecord[] = only
+              ? [only].filter(matches)
+              : await listConversations({
+                  limit: EXPORT_PAGE,
+                  ...(tenant === undefined ? {} : { tenantId: tenant }),
+                  ...(channelId === undefined ? {} : { channelId }),
+                  ...(query.since === undefined ? {} : { since: query.since }),
+                  ...(query.until === undefined ? {} : { until: query.until }),
+                  ...(ids === undefined ? {} : { ids }),
+                  ...(before === undefined ? {} : { before }),
+                });
+            for (const conversation of page) {
+              if (!channels.has(conversation.channelId)) channels.set(conversation.channelId, await storage.findChannel(conversation.channelId));
+              const messages = [];
+              for (let after = -1; ; ) {
+                const read = await storage.listMessagesAfter(conversation.id, after, EXPORT_PAGE);
+                messages.push(...read.map(messageView));
+                const last = read.at(-1);
+                if (read.length < EXPORT_PAGE || !last) break;
+                after = last.turnIndex;
+              }
+              yield { conversation: adminConversationView(conversation, channels.get(conversation.channelId) ?? null), messages };
+            }
+            const last = page.at(-1);
+            if (only || page.length < EXPORT_PAGE || !last) return;
+            before = { createdAt: last.createdAt, id: last.id };
+          }
+        }
+        return { [Symbol.asyncIterator]: exported };
+      });
     },
 
     as(actor) {

@@ -94,7 +94,7 @@ export {
   livechatConversationIdSchema,
 } from "../livechat/schemas.js";
 export { auditRouteQuerySchema, patchChannelBodySchema, type UpdateChannelInput } from "../admin/schemas.js";
-export { eraseEndUserBodySchema, listConversationsQuerySchema } from "../admin/conversations.js";
+export { eraseEndUserBodySchema, exportConversationsQuerySchema, listConversationsQuerySchema } from "../admin/conversations.js";
 export { messageView, messageViewSchema, type MessageView } from "../conversations/message-view.js";
 export { liveChatView } from "../livechat/view.js";
 export { fitTokenBudget } from "../conversations/window.js";

@@ -3,9 +3,11 @@ import {
   type AdminAuthenticate,
   adminRequest,
   eraseEndUserBodySchema,
+  type exportConversationsQuerySchema,
   jsonResponse,
   type listConversationsQuerySchema,
   parseJson,
+  type Reply,
   readRawBody,
   requireJsonContentType,
   type RouteCall,
@@ -15,6 +17,7 @@ import {
 } from "../../plugin/api.js";
 
 type ListConversationsQuery = z.output<typeof listConversationsQuerySchema>;
+type ExportConversationsQuery = z.output<typeof exportConversationsQuerySchema>;
 
 /** `DELETE /api/v1/conversations/{conversation_id}`: `{ deleted: { conversation_id, messages, runs } }`. */
 export async function deleteConversationRoute(
@@ -64,4 +67,47 @@ export async function listConversationsRoute(
       ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
     }),
   );
+}
+
+/**
+ * `GET /api/v1/conversations/export?channel_id&conversation_id&since&until&external_user_id`:
+ * JSON Lines (`application/x-ndjson`), one `{ conversation, messages }` per line, each read
+ * from the storage as the client pulls the body. A bad query is a 422 before any line; none
+ * matching is a 200 with an empty body.
+ */
+export async function exportConversationsRoute(
+  call: RouteCall<string, ExportConversationsQuery>,
+  ctx: ServiceContext,
+  authenticate: AdminAuthenticate,
+): Promise<Reply> {
+  const { admin, caller } = await adminRequest(call.request, ctx, authenticate, { name: "export_conversations", channelId: null });
+  let query: ExportConversationsQuery;
+  try {
+    // The route's strict schema: a parameter it does not know is a 422.
+    query = call.query();
+  } catch (error) {
+    await ctx.admin.refused(caller, "export_conversations", { tenantId: caller.tenantId, channelId: null }, error);
+    throw error;
+  }
+  const exported = await admin.exportConversations({
+    ...(query.channel_id === undefined ? {} : { channelId: query.channel_id }),
+    ...(query.conversation_id === undefined ? {} : { conversationId: query.conversation_id }),
+    ...(query.since === undefined ? {} : { since: query.since }),
+    ...(query.until === undefined ? {} : { until: query.until }),
+    ...(query.external_user_id === undefined ? {} : { externalUserId: query.external_user_id }),
+  });
+  const lines = exported[Symbol.asyncIterator]();
+  return {
+    status: 200,
+    headers: { "content-type": "application/x-ndjson; charset=utf-8", "cache-control": "no-store" },
+    body: {
+      async pull() {
+        const next = await lines.next();
+        return next.done ? null : `${JSON.stringify(next.value)}\n`;
+      },
+      cancel() {
+        void lines.return?.();
+      },
+    },
+  };
 }

@@ -1,5 +1,5 @@
 import { auditRoute } from "./audit-route.js";
-import { deleteConversationRoute, eraseEndUserRoute, listConversationsRoute } from "./conversations-route.js";
+import { deleteConversationRoute, eraseEndUserRoute, exportConversationsRoute, listConversationsRoute } from "./conversations-route.js";
 import { getChannelRoute } from "./get-channel.js";
 import { rotateKeyRoute } from "./rotate-key.js";
 import { rotateSigningSecretRoute } from "./rotate-signing-secret.js";
@@ -12,6 +12,7 @@ import {
   type ChannelPlugin,
   defineRoute,
   eraseEndUserBodySchema,
+  exportConversationsQuerySchema,
   listConversationsQuerySchema,
   patchChannelBodySchema,
   routeDocs,
@@ -143,6 +144,32 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
           errors: [...routeDocs.ADMIN, "validation_error"],
         },
         handle: (call, ctx) => listConversationsRoute(call, ctx, authenticate),
+      }),
+      // Before any `/api/v1/conversations/:conversation_id`: the router takes the first match.
+      defineRoute({
+        method: "GET",
+        path: "/api/v1/conversations/export",
+        auth: "admin",
+        cors: ADMIN_CORS,
+        query: exportConversationsQuerySchema,
+        doc: {
+          operationId: "exportConversations",
+          summary: "Export conversations as JSON Lines",
+          description:
+            "The tenant's conversations that match every filter given (of a channel, one conversation, created in `[since, until)`, or in which an end user took part), newest first, as `application/x-ndjson`: one `{ conversation, messages }` object per line, the conversation as the listing shows it and its messages oldest first as history shows them, read from the storage as the body is read. None matching is a 200 with an empty body; another tenant's `conversation_id` is `conversation_not_found`. Recorded in the audit trail (`export_conversations`, the filters, never a message). Any other query parameter is a 422.",
+          tag: "admin",
+          responses: {
+            200: {
+              description: "The conversations, one JSON object per line.",
+              other: {
+                mediaType: "application/x-ndjson",
+                description: "One `{ conversation: Conversation, messages: Message[] }` object per line, each line ended by `\\n`.",
+              },
+            },
+          },
+          errors: [...routeDocs.ADMIN, "validation_error", "conversation_not_found"],
+        },
+        handle: (call, ctx) => exportConversationsRoute(call, ctx, authenticate),
       }),
       defineRoute({
         method: "DELETE",
