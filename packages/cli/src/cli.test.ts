@@ -1041,6 +1041,35 @@ describe("channelkit serve --demo (built binary, end to end)", () => {
     await expect(startServe(["--db", tempDb(), "--port", "0", "--log-format", "xml"])).rejects.toThrow(/--log-format takes one of json, pretty/);
   });
 
+  it("--access-log: a line per answered request on stdout, in the --log-format; the --pg-* and timeout flags are checked", async () => {
+    /** Resolves with the first stdout line of `started` matching `pattern`, once it is printed. */
+    const printed = async (started: { lines: string[] }, pattern: RegExp) => {
+      for (let waited = 0; waited < 5000; waited += 20) {
+        const line = started.lines.find((candidate) => pattern.test(candidate));
+        if (line !== undefined) return line;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`no stdout line matching ${pattern}:\n${started.lines.join("\n")}`);
+    };
+    const pretty = await startServe(["--db", tempDb(), "--port", "0", "--access-log", "--headers-timeout-ms", "20000"], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+    await fetch(`${pretty.url}/healthz?token=not-logged`, { headers: { "x-request-id": "access-1" } });
+    const line = await printed(pretty, /access-1/);
+    expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z GET \/healthz 200 [\d.]+ ms access-1 /);
+    expect(line).not.toContain("not-logged");
+    const json = await startServe(["--db", tempDb(), "--port", "0", "--access-log", "--log-format", "json"], { CHANNELKIT_SECRET_KEY: MASTER_KEY });
+    await fetch(`${json.url}/public/v1/api/conversations/00000000-0000-4000-8000-000000000000/messages`, { headers: { "x-request-id": "access-2" } });
+    expect(JSON.parse(await printed(json, /access-2/))).toMatchObject({
+      request_id: "access-2",
+      method: "GET",
+      path: "/public/v1/api/conversations/00000000-0000-4000-8000-000000000000/messages",
+      route: "/public/v1/api/conversations/:session_id/messages",
+      status: 401,
+      client_address: "127.0.0.1",
+    });
+    await expect(startServe(["--db", tempDb(), "--port", "0", "--pg-pool-size", "3"])).rejects.toThrow(/--pg-\* flags are for a Postgres --db/);
+    await expect(startServe(["--db", tempDb(), "--port", "0", "--request-timeout-ms", "5"])).rejects.toThrow(/--request-timeout-ms takes an integer from 1000/);
+  });
+
   it("refuses to start in production with --admin-dev-mode or a short admin secret; outside production a short secret is a warning", async () => {
     for (const [args, env, message] of [
       [["--admin-dev-mode"], { NODE_ENV: "production", CHANNELKIT_SECRET_KEY: MASTER_KEY }, "development mode (no JWT) is refused in production"],

@@ -341,6 +341,27 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "streams-per-address": { type: "string" },
     "max-connections": { type: "string" },
     "log-format": { type: "string" },
+    "access-log": { type: "boolean" },
+    "pg-pool-size": { type: "string" },
+    "pg-statement-timeout-ms": { type: "string" },
+    "pg-connection-timeout-ms": { type: "string" },
+    "headers-timeout-ms": { type: "string" },
+    "request-timeout-ms": { type: "string" },
+    "keep-alive-timeout-ms": { type: "string" },
+  });
+  const optional = (name: string, min: number, max: number) => {
+    const raw = values[name as keyof typeof values];
+    return typeof raw === "string" ? integerValue(name, raw, min, max) : undefined;
+  };
+  const postgres = definedOnly({
+    poolSize: optional("pg-pool-size", 1, 1000),
+    statementTimeoutMs: optional("pg-statement-timeout-ms", 100, 3_600_000),
+    connectionTimeoutMs: optional("pg-connection-timeout-ms", 100, 600_000),
+  });
+  const timeouts = definedOnly({
+    headersTimeoutMs: optional("headers-timeout-ms", 1000, 600_000),
+    requestTimeoutMs: optional("request-timeout-ms", 1000, 3_600_000),
+    keepAliveTimeoutMs: optional("keep-alive-timeout-ms", 100, 600_000),
   });
   const logFormat = oneOf("log-format", values["log-format"], ["json", "pretty"] as const);
   const rawLimits = values["rate-limits"];
@@ -367,12 +388,13 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   // page at `/` learns its key once the demo is provisioned, after the server listens.
   let demoWidget: DemoWidget | null = null;
   const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
-  const host = await openHost(values, io, {
+  const host = await openHost({ ...values, postgres }, io, {
     turnLeaseMs,
     adminDevMode: values["admin-dev-mode"] === true,
     livechat,
     plugins,
     logFormat,
+    accessLog: values["access-log"] === true,
     rateLimits,
     trustProxy,
     streamLimits,
@@ -380,7 +402,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   const { service } = host;
   let server: Awaited<ReturnType<typeof serve>>;
   try {
-    server = await serve(service, { port, host: hostname, ...(maxConnections === undefined ? {} : { maxConnections }) });
+    server = await serve(service, { port, host: hostname, ...timeouts, ...(maxConnections === undefined ? {} : { maxConnections }) });
   } catch (error) {
     await service.close();
     if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") {
@@ -447,4 +469,9 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   if (host.config) io.out(`${host.config.shown}: flows ${host.flows.join(", ")}`);
   io.out(`listening on ${server.url}`);
   if (host.basePath) io.out(`  (the routes are under ${server.url}${host.basePath})`);
+}
+
+/** `values` without the keys whose value is undefined: an option not given keeps its default. */
+function definedOnly<T extends Record<string, number | undefined>>(values: T): { [K in keyof T]?: number } {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as { [K in keyof T]?: number };
 }

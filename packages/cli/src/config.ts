@@ -73,6 +73,7 @@ const OPTIONS = {
   streamLimits: true,
   openapi: true,
   health: true,
+  accessLog: true,
 } satisfies Record<keyof ChannelkitConfig, true>;
 
 /** The methods of a storage the command calls (a storage object without one of them is refused by name). */

@@ -4,6 +4,7 @@ import {
   type ChannelPlugin,
   type ChannelService,
   type ChannelServiceOptions,
+  type AccessLogEntry,
   createChannelService,
   jsonLogger,
   type LiveChatProvider,
@@ -20,6 +21,7 @@ import { demoFlows } from "@channelkit/core/demo";
 import { type ChannelkitConfig, type ConfigFile, findConfig, loadConfig } from "./config.js";
 import { failingAs, logLine, UsageError } from "./errors.js";
 import { openStorage, resolveDb } from "./storage.js";
+import type { PostgresOptions } from "@channelkit/kysely";
 
 /** Where a command writes; tests pass their own. */
 export interface Io {
@@ -34,6 +36,8 @@ export interface Io {
 export interface HostFlags {
   db?: string | undefined;
   config?: string | undefined;
+  /** `serve`'s `--pg-*` flags: the pool of a Postgres `--db`. */
+  postgres?: PostgresOptions | undefined;
 }
 
 /** Where `serve` sends handovers: the inbox (the default), a help desk through the webhook bridge, or nowhere. */
@@ -54,6 +58,8 @@ export interface Serving {
   plugins: ChannelPlugin[];
   /** `--log-format`: `json` writes the service's log as one JSON object per line (`jsonLogger`). */
   logFormat?: "json" | "pretty" | undefined;
+  /** `--access-log`: a line per request on stdout, in the `--log-format`. */
+  accessLog?: boolean;
 }
 
 /** The service a command works on. */
@@ -137,8 +143,14 @@ export async function openHostStorage(flags: HostFlags, io: Io): Promise<HostSto
     throw new UsageError(`--db cannot be used with ${file?.shown}: the storage is the config's (leave storage out of the config to take --db)`);
   }
   const db = config?.storage ? null : resolveDb(flags.db, io.env);
+  const postgresFlags = flags.postgres !== undefined && Object.keys(flags.postgres).length > 0;
+  if (postgresFlags && config?.storage)
+    throw new UsageError(`--pg-* flags cannot be used with ${file?.shown}: its storage is its own (set the pool's options in postgres())`);
+  if (postgresFlags && !/^postgres(ql)?:\/\//i.test(db ?? "")) throw new UsageError("--pg-* flags are for a Postgres --db (postgres:// URL)");
   const plugins = [...(config?.channels ?? []), ...(config?.livechat ? [config.livechat] : []), ...(config?.plugins ?? [])];
-  const storage = await failingAs("database_error", () => (config?.storage ? migrated(config.storage, plugins) : openStorage(db as string, plugins)));
+  const storage = await failingAs("database_error", () =>
+    config?.storage ? migrated(config.storage, plugins) : openStorage(db as string, plugins, flags.postgres),
+  );
   return { storage, file, config, db };
 }
 
@@ -157,13 +169,17 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
     if (config?.logger && serving?.logFormat !== undefined) {
       throw new UsageError(`--log-format cannot be used with ${file?.shown}: it sets logger`);
     }
+    if (config?.accessLog && serving?.accessLog) throw new UsageError(`--access-log cannot be used with ${file?.shown}: it sets accessLog`);
+    const json = serving?.logFormat === "json";
+    const accessLog = serving?.accessLog ? (entry: AccessLogEntry) => io.out(json ? JSON.stringify(entry) : accessLine(entry)) : undefined;
     const pretty: Logger = { warn: (m) => io.err(logLine(m)), error: (m, ...d) => io.err([logLine(m), ...d.map(String)].join(" ")) };
     const options: ChannelServiceOptions = {
       ...config,
       storage,
       flows: config?.flows ?? demoFlows,
       secretKey: config?.secretKey ?? io.env.CHANNELKIT_SECRET_KEY,
-      logger: config?.logger ?? (serving?.logFormat === "json" ? jsonLogger({ write: (line) => io.err(line) }) : pretty),
+      logger: config?.logger ?? (json ? jsonLogger({ write: (line) => io.err(line) }) : pretty),
+      ...(accessLog ? { accessLog } : {}),
       // The commands other than serve answer no request: the config's plugins and live chat
       // (whose start-up may reach other services) are serve's alone. Their channel types are
       // registered all the same, without their routes, hooks or start-up: `channel create
@@ -203,4 +219,9 @@ function channelTypesOf(plugins: readonly ChannelPlugin[]): ChannelPlugin[] {
 export function demoFlowsHint(host: Pick<Host, "config">, io: Io): string {
   if (host.config) return "";
   return ` No config file was found in ${io.cwd ?? process.cwd()}, so the command knows the demo flows only: put your service's options (storage, flows) in channelkit.config.ts there, or pass --config PATH (docs/cli.md#your-services-config).`;
+}
+
+/** An access log entry as a line for a person: `POST /public/v1/api/execute 200 12.3 ms <request id> <client>`. */
+function accessLine(entry: AccessLogEntry): string {
+  return `${entry.time} ${entry.method} ${entry.path} ${entry.status} ${entry.duration_ms} ms ${entry.request_id}${entry.client_address ? ` ${entry.client_address}` : ""}`;
 }

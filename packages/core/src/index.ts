@@ -61,6 +61,7 @@ export type { FinishMetadata, UIStreamEvent } from "./runs/ui-stream.js";
 export { openApiDocument, type OpenApiDocument, type OpenApiDocumentOptions } from "./openapi/document.js";
 export { OPENAPI_PATH, openApiPlugin } from "./openapi/route.js";
 export { jsonLogger, type JsonLoggerOptions } from "./logging/json-logger.js";
+export type { AccessLogEntry } from "./telemetry/request.js";
 export { HEALTHZ_PATH, healthPlugin, READYZ_PATH, READY_STORAGE_TIMEOUT_MS, type Readiness, type ReadinessSources, readiness } from "./health/route.js";
 
 // Flow authors.

@@ -21,6 +21,7 @@ const KNOWN = [
   "streamLimits",
   "openapi",
   "health",
+  "accessLog",
   "channels",
 ] as const;
 

@@ -24,7 +24,7 @@ import { DEFAULT_STREAM_LIMITS, OpenStreams, type StreamLimits, streamLimitsSche
 import { openApiDocument } from "./openapi/document.js";
 import { openApiPlugin } from "./openapi/route.js";
 import { healthPlugin } from "./health/route.js";
-import { RequestTelemetry } from "./telemetry/request.js";
+import { type AccessLogEntry, RequestTelemetry } from "./telemetry/request.js";
 import { requestIdOf } from "./http/request-id.js";
 import { serviceTelemetry } from "./telemetry/telemetry.js";
 import { routerEntries } from "./plugin/mount.js";
@@ -136,6 +136,13 @@ export interface ChannelServiceOptions {
    * that has its own.
    */
   health?: boolean;
+  /**
+   * Called once per request when it is answered (a stream: when it ends) with its access log
+   * entry: time, request id, method, path without the query, route template, status,
+   * duration, client address (as the rate limits read it). Off by default;
+   * `channelkit serve --access-log` writes each as a line.
+   */
+  accessLog?: (entry: AccessLogEntry) => void;
 }
 
 /** The `rateLimits` option: {@link ServiceRateLimits} to replace, and where to count. */
@@ -243,6 +250,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   }
 
   const telemetry = serviceTelemetry();
+  const accessLog = options.accessLog;
   const streamLimits = streamCaps(options);
   const limits = rateLimiter(options, streamLimits !== null && streamLimits.perAddress !== false);
   const openStreams = new OpenStreams(streamLimits, (request) => limits.addressOf(request));
@@ -320,7 +328,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     if (connection?.clientAddress) internals.limits.remember(request, connection.clientAddress);
     const requestId = requestIdOf(request);
     // Without an SDK, a request makes no telemetry object at all.
-    const observed = telemetry.metered || telemetry.tracing() ? new RequestTelemetry(telemetry, request.method) : null;
+    const access = accessLog
+      ? { write: accessLog, requestId, path: pathnameOf(request.url), clientAddress: internals.limits.addressOf(request) ?? null }
+      : null;
+    const observed = access || telemetry.metered || telemetry.tracing() ? new RequestTelemetry(telemetry, request.method, access) : null;
     let reply: Reply;
     try {
       const pathname = pathWithin(pathnameOf(request.url), basePath);

@@ -56,7 +56,7 @@ function exportTests(name: string, open: () => Promise<TestStore>) {
         .sign(new TextEncoder().encode(JWT_SECRET));
 
     const exportRequest = async (query: string, tenant = tenantId) =>
-      fetch(`${server.url}/api/v1/conversations/export${query === "" ? "" : `?${query}`}`, {
+      fetch(`${server.url}/api/v1/export/conversations${query === "" ? "" : `?${query}`}`, {
         headers: { "X-Tenant-ID": tenant, Authorization: `Bearer ${await token(tenant)}` },
       });
 
@@ -181,7 +181,7 @@ function exportTests(name: string, open: () => Promise<TestStore>) {
         expect(response.status, query).toBe(422);
         expect(await response.json(), query).toMatchObject({ error: { code: "validation_error" } });
       }
-      const anonymous = await fetch(`${server.url}/api/v1/conversations/export`, { headers: { "X-Tenant-ID": tenantId } });
+      const anonymous = await fetch(`${server.url}/api/v1/export/conversations`, { headers: { "X-Tenant-ID": tenantId } });
       expect(anonymous.status).toBe(401);
     });
   });

@@ -2,17 +2,11 @@ import { fromBase64Url, toBase64Url, utf8 } from "../auth/encoding.js";
 import { ServiceError } from "../http/errors.js";
 import type { AuditEventRecord, AuditQuery } from "../storage/types.js";
 import type { ChannelView } from "./channel-view.js";
+import type { auditOperationSchema } from "./schemas.js";
+import type { z } from "zod";
 
-/** An admin operation the audit trail records. */
-export type AuditOperation =
-  | "create_tenant"
-  | "create_channel"
-  | "update_channel"
-  | "rotate_key"
-  | "rotate_signing_secret"
-  | "delete_conversation"
-  | "erase_end_user"
-  | "export_conversations";
+/** An admin operation the audit trail records (`auditOperationSchema`, the one list of them). */
+export type AuditOperation = z.infer<typeof auditOperationSchema>;
 
 /** One entry of the audit trail as `admin.audit()` and `GET /api/v1/audit` answer it. */
 export interface AuditEvent {

@@ -100,7 +100,7 @@ export const listConversationsQuerySchema = z.strictObject({
   cursor: z.string().min(1, "cursor must not be empty").optional().meta({ description: "The `next_cursor` of the previous page." }),
 });
 
-/** Query of `GET /api/v1/conversations/export`: any other parameter is a 422. */
+/** Query of `GET /api/v1/export/conversations`: any other parameter is a 422. */
 export const exportConversationsQuerySchema = z.strictObject({
   channel_id: z.guid({ error: "channel_id must be a UUID" }).optional().meta({ description: "Only this channel's conversations." }),
   conversation_id: z.guid({ error: "conversation_id must be a UUID" }).optional().meta({ description: "Only this conversation." }),
@@ -137,7 +137,7 @@ export const conversationPageSchema = z.object({
 /** A page of conversations, newest first; pass `next_cursor` back as `cursor` for the next page. */
 export type ConversationPage = z.output<typeof conversationPageSchema>;
 
-/** One line of `GET /api/v1/conversations/export`: a conversation as the listing shows it, with its messages as history shows them, oldest first. */
+/** One line of `GET /api/v1/export/conversations`: a conversation as the listing shows it, with its messages as history shows them, oldest first. */
 export interface ConversationExport {
   conversation: AdminConversationView;
   messages: MessageView[];

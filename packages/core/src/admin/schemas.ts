@@ -218,6 +218,18 @@ export const rotateSigningSecretResponseSchema = z.object({
 });
 
 /** One entry of the audit trail (`auditView`). */
+/** The admin operations the audit trail records. */
+export const auditOperationSchema = z.enum([
+  "create_tenant",
+  "create_channel",
+  "update_channel",
+  "rotate_key",
+  "rotate_signing_secret",
+  "delete_conversation",
+  "erase_end_user",
+  "export_conversations",
+]);
+
 export const auditEventSchema = z.object({
   id: z.string(),
   timestamp: z.iso.datetime(),
@@ -228,7 +240,7 @@ export const auditEventSchema = z.object({
     .nullable()
     .meta({ description: "The admin token's `sub` (`development` in development mode), the name given to `admin.as()`, `cli`, or `service`." }),
   via: z.enum(["http", "service"]),
-  operation: z.enum(["create_tenant", "create_channel", "update_channel", "rotate_key", "rotate_signing_secret"]),
+  operation: auditOperationSchema,
   changes: z
     .record(z.string(), z.object({ from: z.unknown(), to: z.unknown() }))
     .meta({ description: "What changed, by channel field: never a key or a secret." }),

@@ -2,6 +2,7 @@ import type { Reply } from "../http/reply.js";
 import type { ChannelPlugin } from "../plugin/plugin.js";
 import { defineRoute } from "../plugin/route.js";
 import type { Storage } from "../storage/types.js";
+import { z } from "zod";
 
 /** Path of the liveness probe (under the service's `basePath`). */
 export const HEALTHZ_PATH = "/healthz";
@@ -59,6 +60,18 @@ export async function readiness(sources: ReadinessSources): Promise<Readiness> {
   }
 }
 
+/** `GET /healthz`'s answer. */
+const healthBody = z.object({ status: z.literal("ok") });
+
+/** `GET /readyz`'s answer, ready (200) or not (503). */
+const readinessBody = z.object({
+  status: z.enum(["ready", "not_ready"]),
+  storage: z.enum(["ok", "unreachable"]),
+  migrations: z.enum(["current", "behind", "unknown"]),
+  pending: z.array(z.string()).describe("The migrations the database lacks."),
+  draining: z.boolean().describe("Whether the service is closing."),
+});
+
 const NO_STORE = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
 
 /**
@@ -88,7 +101,7 @@ function probeRoutes(sources: ReadinessSources) {
         description:
           '200 `{ "status": "ok" }` while the process answers requests; nothing else is checked (a liveness probe that reads the database would restart every instance when the database is down). Turned off with `createChannelService({ health: false })`.',
         tag: "service",
-        responses: { 200: { description: "The process answers." } },
+        responses: { 200: { description: "The process answers.", json: healthBody, headers: ["Cache-Control-No-Store"] } },
         errors: ["runtime_error"],
       },
       handle(): Reply {
@@ -107,8 +120,12 @@ function probeRoutes(sources: ReadinessSources) {
           '200 when the service can take requests: its storage answers within 2 s, every migration (its plugins\' included) is applied, and it is not closing; else 503. The body says what was found: `{ "status": "ready" | "not_ready", "storage": "ok" | "unreachable", "migrations": "current" | "behind" | "unknown", "pending": [...], "draining": false }`. Behind `@channelkit/node`, a server that drains answers every new request 503 `service_draining`, this one included.',
         tag: "service",
         responses: {
-          200: { description: "Ready." },
-          503: { description: "Not ready: the storage does not answer, migrations are pending, or the service is closing." },
+          200: { description: "Ready.", json: readinessBody, headers: ["Cache-Control-No-Store"] },
+          503: {
+            description: "Not ready: the storage does not answer, migrations are pending, or the service is closing.",
+            json: readinessBody,
+            headers: ["Cache-Control-No-Store"],
+          },
         },
         errors: ["runtime_error"],
       },

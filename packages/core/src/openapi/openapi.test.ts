@@ -309,7 +309,7 @@ describe("the preflights derived from the routes' cors", () => {
     "/api/v1/channels/x/rotate-signing-secret": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
     "/api/v1/audit": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
     "/api/v1/conversations": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
-    "/api/v1/conversations/export": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
+    "/api/v1/export/conversations": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
     "/api/v1/conversations/x": ["DELETE, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
     "/api/v1/end-users/erase": ["POST, OPTIONS", "Authorization, Content-Type, X-Tenant-ID"],
     "/api/v1/livechat/conversations": ["GET, OPTIONS", "Authorization, Content-Type, X-Tenant-ID, Last-Event-ID"],

@@ -4,6 +4,32 @@ import type { ServiceTelemetry } from "./telemetry.js";
 
 const SERVER = { kind: SpanKind.SERVER } as const;
 
+/** One request as the access log has it, once it is answered (a stream: once it ended). */
+export interface AccessLogEntry {
+  /** ISO 8601 time the request arrived. */
+  time: string;
+  /** The request's id (`X-Request-Id`). */
+  request_id: string;
+  method: string;
+  /** The URL's path, without its query. */
+  path: string;
+  /** The route's template under the `basePath` (`/public/v1/api/conversations/:session_id/messages`), null when none matched. */
+  route: string | null;
+  status: number;
+  /** From the request's arrival to its answer's end, in ms. */
+  duration_ms: number;
+  /** The client's address as the rate limits read it (see `trustProxy`), when known. */
+  client_address: string | null;
+}
+
+/** What the access log of a request is made of, besides what the answer tells. */
+export interface AccessLogRequest {
+  write: (entry: AccessLogEntry) => void;
+  requestId: string;
+  path: string;
+  clientAddress: string | null;
+}
+
 /**
  * One request as telemetry sees it: a `SERVER` span named by its method and route template
  * (`POST /public/v1/api/execute`; never the path's ids, the query, a key or the body), and
@@ -15,11 +41,14 @@ export class RequestTelemetry {
   readonly #span: Span;
   readonly #method: string;
   readonly #startedMs = performance.now();
+  readonly #access: AccessLogRequest | null;
   #route: string | undefined;
 
-  constructor(telemetry: ServiceTelemetry, method: string) {
+  /** @param access the access log's, when the service keeps one. */
+  constructor(telemetry: ServiceTelemetry, method: string, access: AccessLogRequest | null) {
     this.#telemetry = telemetry;
     this.#method = method;
+    this.#access = access;
     this.#span = telemetry.tracer.startSpan(method, SERVER);
   }
 
@@ -49,9 +78,11 @@ export class RequestTelemetry {
   }
 
   #end(status: number): void {
+    const elapsedMs = performance.now() - this.#startedMs;
+    if (this.#access) this.#log(this.#access, status, elapsedMs);
     const attributes: Attributes = { "http.request.method": this.#method, "http.response.status_code": status };
     if (this.#route !== undefined) attributes["http.route"] = this.#route;
-    this.#telemetry.requestDuration.record((performance.now() - this.#startedMs) / 1000, attributes);
+    this.#telemetry.requestDuration.record(elapsedMs / 1000, attributes);
     const span = this.#span;
     if (!span.isRecording()) return;
     if (this.#route !== undefined) span.updateName(`${this.#method} ${this.#route}`);
@@ -59,6 +90,23 @@ export class RequestTelemetry {
     // A server span is an error for a 5xx only: a 4xx is the client's (OpenTelemetry's HTTP conventions).
     if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
+  }
+
+  #log(access: AccessLogRequest, status: number, elapsedMs: number): void {
+    try {
+      access.write({
+        time: new Date(Date.now() - elapsedMs).toISOString(),
+        request_id: access.requestId,
+        method: this.#method,
+        path: access.path,
+        route: this.#route ?? null,
+        status,
+        duration_ms: Math.round(elapsedMs * 10) / 10,
+        client_address: access.clientAddress,
+      });
+    } catch {
+      // The access log is the host's: its failure is not the request's.
+    }
   }
 }
 

@@ -70,7 +70,7 @@ export async function listConversationsRoute(
 }
 
 /**
- * `GET /api/v1/conversations/export?channel_id&conversation_id&since&until&external_user_id`:
+ * `GET /api/v1/export/conversations?channel_id&conversation_id&since&until&external_user_id`:
  * JSON Lines (`application/x-ndjson`), one `{ conversation, messages }` per line, each read
  * from the storage as the client pulls the body. A bad query is a 422 before any line; none
  * matching is a 200 with an empty body.

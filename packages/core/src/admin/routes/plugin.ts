@@ -145,10 +145,9 @@ export function adminApi(options: AdminAuthOptions = {}): ChannelPlugin {
         },
         handle: (call, ctx) => listConversationsRoute(call, ctx, authenticate),
       }),
-      // Before any `/api/v1/conversations/:conversation_id`: the router takes the first match.
       defineRoute({
         method: "GET",
-        path: "/api/v1/conversations/export",
+        path: "/api/v1/export/conversations",
         auth: "admin",
         cors: ADMIN_CORS,
         query: exportConversationsQuerySchema,
