@@ -1,29 +1,16 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type ChannelService, type ChannelServiceOptions, createChannelService, externalConversationId, liveChatInbox } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
-import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
+import type { KyselyStorage } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
-import { createTestDatabase } from "@channelkit/testkit";
 import { chatChannels } from "./index.js";
+import type { SharedTestDatabase } from "@channelkit/testkit";
 
-/** A database the tests open twice, and how to remove it. */
-export interface TestDatabase {
-  open(): KyselyStorage;
-  dispose(): Promise<void>;
-}
-
-export async function sqliteDatabase(): Promise<TestDatabase> {
-  const dir = await mkdtemp(join(tmpdir(), "channelkit-chat-"));
-  const location = join(dir, "chat.db");
-  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
-}
-
-export async function postgresDatabase(serverUrl: string): Promise<TestDatabase> {
-  const database = await createTestDatabase(serverUrl);
-  return { open: () => postgres(database.url), dispose: () => database.drop() };
-}
+/** The database the tests' two services share (testkit's). */
+export {
+  postgresSharedDatabase as postgresDatabase,
+  type SharedTestDatabase as TestDatabase,
+  sqliteSharedDatabase as sqliteDatabase,
+} from "@channelkit/testkit";
 
 /**
  * Two services on one database, each on its own connection and its own HTTP server on
@@ -34,11 +21,11 @@ export class TwoInstances {
   readonly services: ChannelService[] = [];
   readonly servers: RunningServer[] = [];
   readonly storages: KyselyStorage[] = [];
-  #database: TestDatabase | undefined;
+  #database: SharedTestDatabase | undefined;
   tenantId = "";
 
   /** `options` adds to (or replaces) the options of each service (by its index): other flows, a shorter turn wait. */
-  async start(database: TestDatabase, secretKey: string, options: (instance: number) => Partial<ChannelServiceOptions> = () => ({})): Promise<void> {
+  async start(database: SharedTestDatabase, secretKey: string, options: (instance: number) => Partial<ChannelServiceOptions> = () => ({})): Promise<void> {
     this.#database = database;
     const first = database.open();
     await first.migrate({ plugins: [chatChannels()] });

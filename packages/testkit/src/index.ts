@@ -120,7 +120,7 @@ export interface ContractSuiteOptions {
 }
 
 export { serviceTarget, listenOnFreePort, type ServiceTargetOptions, type TestStore, type ListeningServer } from "./target.js";
-export { sqliteTestStore, postgresTestStore, memoryTestStore } from "./stores.js";
+export { sqliteTestStore, postgresTestStore, memoryTestStore, type SharedTestDatabase, sqliteSharedDatabase, postgresSharedDatabase } from "./stores.js";
 export { pluginStoreContract, storageContract, type StorageUnderTest } from "./storage-contract.js";
 export { type FilledConversation, type FillOptions, fillConversation } from "./conversation-rows.js";
 export { expectExactSignedBody, expectPrefixBoundary, pingPlugin, streamingProbe, UNUSUAL_SIGNED_BODY, type StreamingProbe } from "./adapter.js";

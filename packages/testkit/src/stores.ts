@@ -35,6 +35,28 @@ export async function postgresTestStore(serverUrl: string): Promise<TestStore> {
 }
 
 /**
+ * A database that several services open, each on its own connection, as instances behind a
+ * load balancer do; `dispose` removes it once they are closed.
+ */
+export interface SharedTestDatabase {
+  open(): KyselyStorage;
+  dispose(): Promise<void>;
+}
+
+/** A SQLite file in a new temporary directory, for services to share. */
+export async function sqliteSharedDatabase(): Promise<SharedTestDatabase> {
+  const dir = await mkdtemp(join(tmpdir(), "channelkit-shared-"));
+  const location = join(dir, "shared.db");
+  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** A new database on the Postgres test server `serverUrl`, for services to share. */
+export async function postgresSharedDatabase(serverUrl: string): Promise<SharedTestDatabase> {
+  const database = await createTestDatabase(serverUrl);
+  return { open: () => postgres(database.url), dispose: () => database.drop() };
+}
+
+/**
  * A store on `memoryStorage()` of `@channelkit/core`. Keys can be expired: the store
  * remembers the hashes of each channel's keys and reads them back expired.
  */

@@ -1,33 +1,18 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Message, Role, type SendMessageRequest } from "@a2a-js/sdk";
 import { type Client, ClientFactory, ClientFactoryOptions, createAuthenticatingFetchWithRetry, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { type ChannelService, createChannelService, definePlugin } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
-import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
+import type { KyselyStorage } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
-import { createTestDatabase } from "@channelkit/testkit";
 import { a2aChannels } from "./index.js";
+import type { SharedTestDatabase } from "@channelkit/testkit";
 
-/** A database the tests open twice, and how to remove it. */
-export interface TestDatabase {
-  open(): KyselyStorage;
-  dispose(): Promise<void>;
-}
-
-/** A SQLite file in a folder of its own. */
-export async function sqliteDatabase(): Promise<TestDatabase> {
-  const dir = await mkdtemp(join(tmpdir(), "channelkit-a2a-"));
-  const location = join(dir, "a2a.db");
-  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
-}
-
-/** A Postgres database of its own on the test server. */
-export async function postgresDatabase(serverUrl: string): Promise<TestDatabase> {
-  const database = await createTestDatabase(serverUrl);
-  return { open: () => postgres(database.url), dispose: () => database.drop() };
-}
+/** The database the tests' two services share (testkit's). */
+export {
+  postgresSharedDatabase as postgresDatabase,
+  type SharedTestDatabase as TestDatabase,
+  sqliteSharedDatabase as sqliteDatabase,
+} from "@channelkit/testkit";
 
 /** An A2A channel of the tests: its id and its key. */
 export interface A2aTestChannel {
@@ -58,10 +43,10 @@ export class TwoInstances {
   readonly services: ChannelService[] = [];
   readonly servers: RunningServer[] = [];
   readonly storages: KyselyStorage[] = [];
-  #database: TestDatabase | undefined;
+  #database: SharedTestDatabase | undefined;
   tenantId = "";
 
-  async start(database: TestDatabase, secretKey: string): Promise<void> {
+  async start(database: SharedTestDatabase, secretKey: string): Promise<void> {
     this.#database = database;
     const first = database.open();
     await first.migrate({ plugins: [a2aChannels()] });

@@ -1,6 +1,3 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
   type ChannelPlugin,
   type ChannelService,
@@ -15,10 +12,10 @@ import {
   text,
 } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
-import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
+import type { KyselyStorage } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
-import { createTestDatabase } from "@channelkit/testkit";
 import { aguiChannels } from "./index.js";
+import type { SharedTestDatabase } from "@channelkit/testkit";
 
 /**
  * A flow that calls a tool as a model's agent loop does: it says what it does, calls
@@ -39,22 +36,12 @@ export const weather = defineFlow({
   },
 });
 
-/** A database the tests open twice, and how to remove it. */
-export interface TestDatabase {
-  open(): KyselyStorage;
-  dispose(): Promise<void>;
-}
-
-export async function sqliteDatabase(): Promise<TestDatabase> {
-  const dir = await mkdtemp(join(tmpdir(), "channelkit-agui-"));
-  const location = join(dir, "agui.db");
-  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
-}
-
-export async function postgresDatabase(serverUrl: string): Promise<TestDatabase> {
-  const database = await createTestDatabase(serverUrl);
-  return { open: () => postgres(database.url), dispose: () => database.drop() };
-}
+/** The database the tests' two services share (testkit's). */
+export {
+  postgresSharedDatabase as postgresDatabase,
+  type SharedTestDatabase as TestDatabase,
+  sqliteSharedDatabase as sqliteDatabase,
+} from "@channelkit/testkit";
 
 /** The runs that ended, on either instance, told by the services' `runEnded` hook: what a test waits on. */
 export class RunEnds {
@@ -87,11 +74,11 @@ export class TwoInstances {
   readonly services: ChannelService[] = [];
   readonly servers: RunningServer[] = [];
   readonly storages: KyselyStorage[] = [];
-  #database: TestDatabase | undefined;
+  #database: SharedTestDatabase | undefined;
   tenantId = "";
   readonly runEnds = new RunEnds();
 
-  async start(database: TestDatabase, secretKey: string): Promise<void> {
+  async start(database: SharedTestDatabase, secretKey: string): Promise<void> {
     this.#database = database;
     const first = database.open();
     await first.migrate({ plugins: [aguiChannels()] });

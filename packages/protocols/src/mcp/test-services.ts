@@ -1,33 +1,17 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type ChannelService, createChannelService } from "@channelkit/core";
 import { demoFlows } from "@channelkit/core/demo";
-import { type KyselyStorage, postgres, sqlite } from "@channelkit/kysely";
 import { type RunningServer, serve } from "@channelkit/node";
-import { createTestDatabase } from "@channelkit/testkit";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { mcpChannels } from "./index.js";
+import type { SharedTestDatabase } from "@channelkit/testkit";
 
-/** A database the tests open twice, and how to remove it. */
-export interface TestDatabase {
-  open(): KyselyStorage;
-  dispose(): Promise<void>;
-}
-
-/** A SQLite file in a folder of its own. */
-export async function sqliteDatabase(): Promise<TestDatabase> {
-  const dir = await mkdtemp(join(tmpdir(), "channelkit-mcp-"));
-  const location = join(dir, "mcp.db");
-  return { open: () => sqlite(location), dispose: () => rm(dir, { recursive: true, force: true }) };
-}
-
-/** A Postgres database of its own on the test server. */
-export async function postgresDatabase(serverUrl: string): Promise<TestDatabase> {
-  const database = await createTestDatabase(serverUrl);
-  return { open: () => postgres(database.url), dispose: () => database.drop() };
-}
+/** The database the tests' two services share (testkit's). */
+export {
+  postgresSharedDatabase as postgresDatabase,
+  type SharedTestDatabase as TestDatabase,
+  sqliteSharedDatabase as sqliteDatabase,
+} from "@channelkit/testkit";
 
 /** An MCP channel of the tests: its id and its key. */
 export interface McpTestChannel {
@@ -46,10 +30,10 @@ export class TwoInstances {
   readonly services: ChannelService[] = [];
   readonly servers: RunningServer[] = [];
   readonly clients: Client[] = [];
-  #database: TestDatabase | undefined;
+  #database: SharedTestDatabase | undefined;
   tenantId = "";
 
-  async start(database: TestDatabase, secretKey: string): Promise<void> {
+  async start(database: SharedTestDatabase, secretKey: string): Promise<void> {
     this.#database = database;
     const first = database.open();
     await first.migrate({ plugins: [mcpChannels()] });
