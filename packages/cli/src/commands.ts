@@ -297,6 +297,15 @@ export async function endUserErase(args: string[], io: Io): Promise<void> {
   printJson(io, await withAdmin(values, io, (admin) => admin.eraseEndUser(input)));
 }
 
+/**
+ * `secrets reseal`: seals again under CHANNELKIT_SECRET_KEY every secret one of
+ * CHANNELKIT_SECRET_KEY_FALLBACKS sealed, prints `{"resealed":[ids],"current":n,"unopened":[ids]}`.
+ */
+export async function secretsReseal(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {});
+  printJson(io, await withAdmin(values, io, (admin) => admin.resealSecrets()));
+}
+
 /** `admin-token --tenant ID …`: prints an HS256 admin token signed with `CHANNELKIT_ADMIN_JWT_SECRET`. */
 export async function adminToken(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {

@@ -56,6 +56,7 @@ const OPTIONS = {
   storage: true,
   flows: true,
   secretKey: true,
+  secretKeyFallbacks: true,
   production: true,
   livechat: true,
   channels: true,

@@ -178,6 +178,7 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
       storage,
       flows: config?.flows ?? demoFlows,
       secretKey: config?.secretKey ?? io.env.CHANNELKIT_SECRET_KEY,
+      secretKeyFallbacks: config?.secretKeyFallbacks ?? keyList(io.env.CHANNELKIT_SECRET_KEY_FALLBACKS),
       logger: config?.logger ?? (json ? jsonLogger({ write: (line) => io.err(line) }) : pretty),
       ...(accessLog ? { accessLog } : {}),
       // The commands other than serve answer no request: the config's plugins and live chat
@@ -205,6 +206,14 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
     await storage.close().catch(() => undefined);
     throw error;
   }
+}
+
+/** A comma-separated list of master keys, as CHANNELKIT_SECRET_KEY_FALLBACKS holds them. */
+function keyList(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((key) => key.trim())
+    .filter((key) => key !== "");
 }
 
 /**

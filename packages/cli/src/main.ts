@@ -11,6 +11,7 @@ import {
   conversationExport,
   conversationList,
   endUserErase,
+  secretsReseal,
   type Io,
   migrate,
   serveCommand,
@@ -36,6 +37,7 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
   "conversation list": conversationList,
   "conversation export": conversationExport,
   "end-user erase": endUserErase,
+  "secrets reseal": secretsReseal,
   "admin-token": adminToken,
   audit,
 };

@@ -30,6 +30,7 @@ Commands:
                       [--end-user ID]
   conversation delete ID
   end-user erase ID [--tenant ID]
+  secrets reseal
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
   audit [--tenant ID] [--channel ID] [--limit 50] [--cursor C]
 
@@ -41,6 +42,8 @@ directory, when there is one: your service's storage, flows and plugins) and
 
 Environment:
   CHANNELKIT_SECRET_KEY        master key sealing signing secrets and secret settings (openssl rand -hex 32)
+  CHANNELKIT_SECRET_KEY_FALLBACKS  earlier master keys, comma-separated: they still open what they sealed,
+                               while \`secrets reseal\` seals it again under CHANNELKIT_SECRET_KEY
   CHANNELKIT_ADMIN_JWT_SECRET  HS256 secret of admin tokens (at least 32 characters)
   CHANNELKIT_ADMIN_JWKS_URL    JWKS of an identity provider whose RS256/ES256 tokens serve accepts
   CHANNELKIT_ADMIN_JWT_ISSUER, CHANNELKIT_ADMIN_JWT_AUDIENCE  accepted iss and aud (comma-separated)`;

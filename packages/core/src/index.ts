@@ -36,6 +36,7 @@ export type { RateLimiter } from "./ratelimit/limiter.js";
 export { DEFAULT_STREAM_LIMITS, type OpenStreams, type StreamLimits } from "./ratelimit/open-streams.js";
 export type { TrustProxy } from "./ratelimit/address.js";
 export type { ChannelAdmin, CreatedChannel, TenantView } from "./admin/operations.js";
+export type { ResealedSecrets } from "./admin/reseal.js";
 export type { ChannelView } from "./admin/channel-view.js";
 export type { AuditQueryInput, CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
 export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";

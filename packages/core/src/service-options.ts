@@ -5,6 +5,7 @@ const KNOWN = [
   "storage",
   "flows",
   "secretKey",
+  "secretKeyFallbacks",
   "production",
   "livechat",
   "plugins",

@@ -47,6 +47,14 @@ export interface ChannelServiceOptions {
    * (`openssl rand -hex 32`), usually from `CHANNELKIT_SECRET_KEY`. Required in production.
    */
   secretKey?: string;
+  /**
+   * Other master keys that still open what they sealed, tried after `secretKey`; nothing new
+   * is sealed under them. For rotating the master key without downtime: the old key goes here
+   * (usually from `CHANNELKIT_SECRET_KEY_FALLBACKS`, comma-separated) while
+   * `service.admin.resealSecrets()` (`channelkit secrets reseal`) seals everything again under
+   * the new one; see docs/security.md, "Rotating the master key".
+   */
+  secretKeyFallbacks?: readonly string[];
   /** When true, a missing `secretKey` is an error. Defaults to `NODE_ENV === "production"`. */
   production?: boolean;
   /**
@@ -232,6 +240,10 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   if (turnWaitTimeoutMs !== undefined && !(Number.isFinite(turnWaitTimeoutMs) && turnWaitTimeoutMs >= 1)) {
     throw new TypeError(`channelkit: turnWaitTimeoutMs is a number of milliseconds, 1 or more, not ${String(turnWaitTimeoutMs)}`);
   }
+  const fallbacks = options.secretKeyFallbacks;
+  if (fallbacks !== undefined && !(Array.isArray(fallbacks) && fallbacks.every((key) => typeof key === "string"))) {
+    throw new TypeError("channelkit: secretKeyFallbacks is a list of master keys (64 hexadecimal characters each), e.g. [process.env.OLD_KEY]");
+  }
   if (!options.secretKey) {
     if (production) {
       throw new Error("channelkit: a master key is required in production: set CHANNELKIT_SECRET_KEY (openssl rand -hex 32).");
@@ -264,7 +276,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     plugins: pluginRegistry,
     storage: options.storage,
     flows,
-    secrets: createSecretBox(options.secretKey ?? DEVELOPMENT_MASTER_KEY),
+    secrets: createSecretBox(options.secretKey ?? DEVELOPMENT_MASTER_KEY, options.secretKeyFallbacks ?? []),
     logger,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
     historyLimit: options.historyLimit ?? 50,
@@ -453,8 +465,8 @@ async function checkChannels(ctx: ServiceContext): Promise<void> {
     );
   }
   const sealed = channels.filter((channel) => channel.signingSecretEncrypted !== null);
-  const opened = await Promise.all(sealed.map(async (channel) => (await ctx.secrets.decrypt(channel.signingSecretEncrypted as string)) !== null));
-  const unopened = sealed.filter((_, i) => !opened[i]);
+  const opened = await Promise.all(sealed.map((channel) => ctx.secrets.sealedUnder(channel.signingSecretEncrypted as string)));
+  const unopened = sealed.filter((_, i) => opened[i] === null);
   if (unopened.length > 0) {
     ctx.logger.warn(
       `channelkit: the signing secrets of ${unopened.length} channel(s) cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY): they were sealed under another key, and those that require signatures answer 503 signing_secret_unavailable: ${channelList(unopened.map((channel) => channel.id))}. Start with the master key that sealed them, or rotate their signing secrets (admin.rotateSigningSecret(id)).`,
@@ -469,11 +481,20 @@ async function checkChannels(ctx: ServiceContext): Promise<void> {
     );
   }
   const withSettings = channels.filter((channel) => channel.sealedSettings !== null);
-  const settingsOpened = await Promise.all(withSettings.map(async (channel) => (await ctx.secrets.decrypt(channel.sealedSettings as string)) !== null));
-  const settingsUnopened = withSettings.filter((_, i) => !settingsOpened[i]);
+  const settingsOpened = await Promise.all(withSettings.map((channel) => ctx.secrets.sealedUnder(channel.sealedSettings as string)));
+  const settingsUnopened = withSettings.filter((_, i) => settingsOpened[i] === null);
   if (settingsUnopened.length > 0) {
     ctx.logger.warn(
       `channelkit: the secret settings of ${settingsUnopened.length} channel(s) cannot be opened with the configured master key (CHANNELKIT_SECRET_KEY): they were sealed under another key, so their plugins cannot read them (channelSettings answers 503 channel_settings_unavailable): ${channelList(settingsUnopened.map((channel) => channel.id))}. Start with the master key that sealed them, or send their secret settings again (admin.updateChannel(id, { settings })).`,
+    );
+  }
+  const underFallback = new Set([
+    ...sealed.filter((_, i) => opened[i] === "fallback").map((channel) => channel.id),
+    ...withSettings.filter((_, i) => settingsOpened[i] === "fallback").map((channel) => channel.id),
+  ]);
+  if (underFallback.size > 0) {
+    ctx.logger.warn(
+      `channelkit: ${underFallback.size} channel(s) hold secrets sealed under a fallback master key (CHANNELKIT_SECRET_KEY_FALLBACKS), not the current one: reseal them (\`channelkit secrets reseal\`, or service.admin.resealSecrets()) before the fallback key is removed: ${channelList([...underFallback])}.`,
     );
   }
 }

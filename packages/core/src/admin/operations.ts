@@ -20,6 +20,7 @@ import type {
 import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
 import { channelTypeFor, newSettings, type SettingsUpdate, updatedSettings, viewOf } from "./channel-settings.js";
 import { type ChannelView, channelView } from "./channel-view.js";
+import { type ResealedSecrets, resealChannel } from "./reseal.js";
 import {
   adminConversationView,
   type ConversationPage,
@@ -113,6 +114,15 @@ export interface ChannelAdmin {
   rotateKey(channelId: string): Promise<{ api_key: string; channel: { id: string; api_key_hint: string } }>;
   /** Replaces the signing secret; the previous one stops working at once. */
   rotateSigningSecret(channelId: string): Promise<{ signing_secret: string; channel: { id: string; has_signing_secret: true } }>;
+  /**
+   * Seals again under the current master key every secret a fallback key sealed (signing
+   * secrets, plugin types' secret settings), channel by channel, archived ones left alone;
+   * each channel's change recorded in the audit trail (`reseal_secrets`, never a secret) with
+   * its write. Safe while instances serve and while another reseal runs: a secret rotated
+   * meanwhile is read again, never overwritten. The last step of rotating the master key
+   * (`secretKeyFallbacks`; docs/security.md, "Rotating the master key").
+   */
+  resealSecrets(): Promise<ResealedSecrets>;
   /** The audit trail, newest first, a page at a time (default 50 events, at most 200). */
   audit(query?: AuditQueryInput): Promise<AuditPage>;
   /**
@@ -519,6 +529,23 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
         const updated = await storage.updateChannel(channelId, { signingSecretEncrypted: sealed }, isoNow(), record("rotate_signing_secret", target, changes));
         if (!updated) throw await goneOrArchived(channelId);
         return { signing_secret: secret, channel: { id: channelId, has_signing_secret: true } };
+      });
+    },
+
+    resealSecrets() {
+      const target: AuditTarget = { tenantId: caller.tenantId ?? null, channelId: null };
+      return audited("reseal_secrets", target, async () => {
+        const channels = await storage.listChannels(caller.tenantId === undefined ? {} : { tenantId: caller.tenantId });
+        const done: ResealedSecrets = { resealed: [], current: 0, unopened: [] };
+        for (const channel of channels) {
+          const outcome = await resealChannel(ctx, channel, (read, changes) =>
+            record("reseal_secrets", { tenantId: read.tenantId, channelId: read.id }, changes),
+          );
+          if (outcome === "resealed") done.resealed.push(channel.id);
+          else if (outcome === "current") done.current++;
+          else if (outcome === "unopened") done.unopened.push(channel.id);
+        }
+        return done;
       });
     },
 

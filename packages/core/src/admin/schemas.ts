@@ -228,6 +228,7 @@ export const auditOperationSchema = z.enum([
   "delete_conversation",
   "erase_end_user",
   "export_conversations",
+  "reseal_secrets",
 ]);
 
 export const auditEventSchema = z.object({

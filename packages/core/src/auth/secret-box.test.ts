@@ -111,3 +111,36 @@ describe("secretBoxWith: node:crypto and Web Crypto agree", () => {
     expect(await secretBoxWith(OTHER, nativeCrypto).decrypt(sealed)).toBeNull();
   });
 });
+
+describe("fallback master keys", () => {
+  const THIRD = randomBytes(32).toString("hex");
+
+  it("opens what a fallback key sealed, seals only under the current key, and tells which key sealed a value", async () => {
+    for (const native of [nativeCrypto, undefined]) {
+      const old = await secretBoxWith(OTHER, native).encrypt(SECRET);
+      const box = secretBoxWith(MASTER, native, [THIRD, OTHER]);
+      expect(await box.decrypt(old)).toBe(SECRET);
+      expect(await box.sealedUnder(old)).toBe("fallback");
+      const sealed = await box.encrypt(SECRET);
+      expect(await box.sealedUnder(sealed)).toBe("current");
+      expect(await createSecretBox(MASTER).decrypt(sealed)).toBe(SECRET);
+      expect(await createSecretBox(OTHER).decrypt(sealed)).toBeNull();
+      expect(await box.sealedUnder(await createSecretBox(randomBytes(32).toString("hex")).encrypt(SECRET))).toBeNull();
+      expect(await box.sealedUnder("v1:garbage")).toBeNull();
+    }
+  });
+
+  it("a fallback that is the current key in another spelling still counts as current", async () => {
+    const box = createSecretBox(MASTER, [MASTER.toUpperCase()]);
+    expect(await box.sealedUnder(await createSecretBox(MASTER).encrypt(SECRET))).toBe("current");
+  });
+
+  it("refuses a malformed fallback key by its place in the list, without echoing it", () => {
+    expect(() => createSecretBox(MASTER, [OTHER, "abc"])).toThrow(/^Fallback master key 2 \(CHANNELKIT_SECRET_KEY_FALLBACKS\) must be 32 bytes/);
+    try {
+      createSecretBox(MASTER, ["abc"]);
+    } catch (error) {
+      expect((error as Error).message).not.toContain("abc");
+    }
+  });
+});
