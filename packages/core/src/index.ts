@@ -63,6 +63,8 @@ export { openApiDocument, type OpenApiDocument, type OpenApiDocumentOptions } fr
 export { OPENAPI_PATH, openApiPlugin } from "./openapi/route.js";
 export { jsonLogger, type JsonLoggerOptions } from "./logging/json-logger.js";
 export type { AccessLogEntry } from "./telemetry/request.js";
+// The meter of a package that measures (the storages' group commit): null without an SDK.
+export { registeredMeter } from "./telemetry/telemetry.js";
 export { HEALTHZ_PATH, healthPlugin, READYZ_PATH, READY_STORAGE_TIMEOUT_MS, type Readiness, type ReadinessSources, readiness } from "./health/route.js";
 
 // Flow authors.

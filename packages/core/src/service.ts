@@ -27,6 +27,7 @@ import { healthPlugin } from "./health/route.js";
 import { type AccessLogEntry, RequestTelemetry } from "./telemetry/request.js";
 import { requestIdOf } from "./http/request-id.js";
 import { serviceTelemetry } from "./telemetry/telemetry.js";
+import { observeLiveChatWaiting } from "./telemetry/livechat-waiting.js";
 import { routerEntries } from "./plugin/mount.js";
 import { BUILT_IN_CHANNEL_TYPES, mountPlugins, PluginRegistry } from "./plugin/registry.js";
 import { RunLifecycle } from "./runs/lifecycle.js";
@@ -335,6 +336,8 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     router.add(entry);
     routes.push(Object.freeze({ method: entry.method.toUpperCase(), path: basePath + entry.path }));
   }
+  // With an SDK and a live chat: the gauge of the waiting conversations, read from the store.
+  const stopWaitingGauge = observeLiveChatWaiting(options.storage, internals.livechat.provider, logger);
 
   async function dispatch(request: IncomingRequest, connection?: ConnectionInfo): Promise<Reply> {
     if (connection?.clientAddress) internals.limits.remember(request, connection.clientAddress);
@@ -394,6 +397,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
         await internals.lifecycle.close();
         await internals.livechat.drain();
       }
+      stopWaitingGauge();
       // The storage closes its own feed; the in-process one holds only listeners.
       if (!options.storage.feed) await internals.livechat.feed.close();
       await options.storage.close();

@@ -1,3 +1,5 @@
+import { registeredMeter } from "@channelkit/core";
+import type { Histogram } from "@opentelemetry/api";
 import type { CompiledQuery } from "kysely";
 import { runBodySync, type TransactionBody } from "./executor.js";
 
@@ -20,6 +22,23 @@ interface Pending {
   body: () => TransactionBody<unknown>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
+}
+
+/** The instrumentation scope of the storages' metrics. */
+const TELEMETRY_SCOPE = "@channelkit/kysely";
+
+/**
+ * `channelkit.storage.group_commit.batch_size` ({write}): the transactions one commit of a group
+ * commit stored; null without an SDK's meter provider.
+ */
+function batchSizeHistogram(): Histogram | null {
+  return (
+    registeredMeter(TELEMETRY_SCOPE)?.createHistogram("channelkit.storage.group_commit.batch_size", {
+      unit: "{write}",
+      description: "Transactions stored together by one commit of SQLite's group commit.",
+      advice: { explicitBucketBoundaries: [1, 2, 4, 8, 16, 32, 64, 128, 256] },
+    }) ?? null
+  );
 }
 
 /** Runs `flush` after the I/O callbacks of this turn of the event loop (`setImmediate`), where the runtime has it. */
@@ -169,6 +188,12 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
   let lastBatch = 0;
   /** The batch waiting for another process's write lock, if any: the queue waits behind it. */
   let waiting: Pending[] | null = null;
+  /**
+   * The histogram of the batches' sizes, taken at the first commit (after the SDK started, as
+   * the service's metrics are taken when it is made); null without an SDK: a commit then
+   * costs a null check.
+   */
+  let batchSizes: Histogram | null | undefined;
 
   function flush(): void {
     asked = false;
@@ -216,6 +241,8 @@ export function groupCommit(connection: GroupCommitConnection, elsewhere: GroupC
       for (const pending of batch) pending.reject(error);
       return;
     }
+    if (batchSizes === undefined) batchSizes = batchSizeHistogram();
+    batchSizes?.record(batch.length);
     for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(results[i]);
   }
 

@@ -18,6 +18,7 @@ import type {
   KeyWithChannel,
   LiveChatQuery,
   LiveChatUpdate,
+  LiveChatWaitingQuery,
   IdempotencyStore,
   LiveFeed,
   MessageRecord,
@@ -356,6 +357,36 @@ export class KyselyStorage implements Storage {
         .compile(),
     );
     return rows.map(rowToConversation);
+  }
+
+  async countLiveChatWaiting(query: LiveChatWaitingQuery): Promise<number> {
+    // The waits the channels set, a few values: a conversation of a channel waits while it
+    // entered the mode after the channel's cutoff (ISO 8601 texts compare as their times).
+    const waits = await this.#exec.rows(this.db.selectFrom("channels").select("livechat_wait_timeout_seconds as seconds").distinct().compile());
+    if (waits.length === 0) return 0;
+    const nowMs = Date.parse(query.at);
+    const cutoff = (seconds: number | null) => new Date(nowMs - (seconds === null ? query.defaultWaitTimeoutMs : Number(seconds) * 1000)).toISOString();
+    const [row] = await this.#exec.rows(
+      this.db
+        .selectFrom("conversations as c")
+        .innerJoin("channels as ch", "ch.id", "c.channel_id")
+        .select((eb) => eb.fn.countAll().as("count"))
+        // On the index of (tenant_id, mode): a range of each tenant's waiting conversations, never the table.
+        .where("c.tenant_id", "in", (eb) => eb.selectFrom("tenants").select("tenants.id"))
+        .where("c.mode", "=", "livechat_waiting")
+        .where((eb) =>
+          eb.or(
+            waits.map(({ seconds }) =>
+              eb.and([
+                seconds === null ? eb("ch.livechat_wait_timeout_seconds", "is", null) : eb("ch.livechat_wait_timeout_seconds", "=", seconds),
+                eb("c.mode_since", ">", cutoff(seconds)),
+              ]),
+            ),
+          ),
+        )
+        .compile(),
+    );
+    return Number(row?.count ?? 0);
   }
 
   async listMessagesAfter(conversationId: string, afterTurn: number, limit: number): Promise<MessageRecord[]> {

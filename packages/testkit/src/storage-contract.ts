@@ -1066,6 +1066,35 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         expect(await storage.listLiveChatConversations({ tenantId: crypto.randomUUID(), modes: ["livechat_waiting"], limit: 10 })).toEqual([]);
       });
 
+      it("countLiveChatWaiting counts every tenant's waits that did not expire by their channel's timeout", async (test) => {
+        const count = storage.countLiveChatWaiting?.bind(storage);
+        if (!count) return test.skip("countLiveChatWaiting is optional");
+        const T = 1000;
+        const counts = async () => Promise.all([T + 50, T + 150, T + 700].map((seconds) => count({ at: at(seconds), defaultWaitTimeoutMs: 600_000 })));
+        // Other tests' waits: what this one adds is counted on top of them.
+        const before = await counts();
+        const plus = (...added: number[]) => before.map((n, i) => n + (added[i] as number));
+        const waiting = async (channel: ChannelRecord) => {
+          const c = new Conversation(storage, channel);
+          const run = c.run("help");
+          await ticketOf(storage, run.begin(0));
+          await storage.completeRun(run.complete({ ticket: 0, messages: [], status: "pending", mode: handover("bot", at(0), T), seconds: T }));
+          return c;
+        };
+        const short = (await seed({ livechatWaitTimeoutSeconds: 100 })).channel;
+        const other = (await seed()).channel;
+        await waiting(short);
+        await waiting(other);
+        const taken = await waiting(other);
+        const idle = new Conversation(storage, other);
+        await ticketOf(storage, idle.run("hi").begin(0));
+        // 100 s after the handover the short channel's wait expired; 700 s after, the default one's.
+        expect(await counts()).toEqual(plus(3, 2, 0));
+        const change: ModeChange = { from: "livechat_waiting", since: at(T), to: "livechat_active", at: at(T + 10), livechatConversationId: "agent" };
+        expect(await storage.updateLiveChat({ conversationId: taken.id, change, messages: [] })).not.toBeNull();
+        expect(await counts()).toEqual(plus(2, 1, 0));
+      });
+
       it("listMessagesAfter reads the messages after a turn, oldest first", async () => {
         const c = await handedOver();
         expect((await storage.listMessagesAfter(c.id, -1, 10)).map((m) => m.content)).toEqual(["help", "Connecting you"]);

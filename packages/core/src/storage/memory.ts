@@ -23,6 +23,7 @@ import type {
   KeyWithChannel,
   LiveChatQuery,
   LiveChatUpdate,
+  LiveChatWaitingQuery,
   MessageRecord,
   MigrateOptions,
   ModeChange,
@@ -615,6 +616,19 @@ export function memoryStorage(): Storage {
         .sort((a, b) => (a.modeSince < b.modeSince ? -1 : a.modeSince > b.modeSince ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
         .slice(0, Math.max(0, query.limit))
         .map(rowToConversation);
+    },
+
+    async countLiveChatWaiting(query: LiveChatWaitingQuery): Promise<number> {
+      open();
+      const nowMs = Date.parse(query.at);
+      let count = 0;
+      for (const row of conversations.values()) {
+        if (row.mode !== "livechat_waiting") continue;
+        const seconds = channels.get(row.channelId)?.livechatWaitTimeoutSeconds;
+        const waitMs = seconds == null ? query.defaultWaitTimeoutMs : seconds * 1000;
+        if (nowMs - Date.parse(row.modeSince) < waitMs) count++;
+      }
+      return count;
     },
 
     async listMessagesAfter(conversationId: string, afterTurn: number, limit: number): Promise<MessageRecord[]> {

@@ -327,6 +327,14 @@ export interface LiveChatQuery {
   limit: number;
 }
 
+/** When {@link Storage.countLiveChatWaiting} counts. */
+export interface LiveChatWaitingQuery {
+  /** ISO 8601: the time of the count; a wait longer than its channel's timeout by then has expired. */
+  at: string;
+  /** The wait of a channel without `livechatWaitTimeoutSeconds`, in milliseconds. */
+  defaultWaitTimeoutMs: number;
+}
+
 /**
  * Messages between the instances sharing a database, by topic: what live delivery (an
  * agent's message reaching a user's subscription on another instance) rides on.
@@ -685,6 +693,14 @@ export interface Storage {
   updateLiveChat(input: LiveChatUpdate): Promise<{ conversation: ConversationRecord; messages: MessageRecord[] } | null>;
   /** Conversations of a tenant in the given modes, longest in their mode first. */
   listLiveChatConversations(query: LiveChatQuery): Promise<ConversationRecord[]>;
+  /**
+   * How many conversations, of every tenant, wait for a live-chat agent at `query.at`: in
+   * `livechat_waiting` since less than their channel's wait (`livechatWaitTimeoutSeconds`, else
+   * `query.defaultWaitTimeoutMs`), as `modeAt` reads them; a wait that expired unwritten is not
+   * counted. What the `channelkit.livechat.waiting` gauge reads at each collection: a count on
+   * the index of the conversations' modes. Optional: without it, there is no such gauge.
+   */
+  countLiveChatWaiting?(query: LiveChatWaitingQuery): Promise<number>;
   /** Messages of a conversation after `afterTurn` (exclusive), oldest first, at most `limit`. */
   listMessagesAfter(conversationId: string, afterTurn: number, limit: number): Promise<MessageRecord[]>;
   /**

@@ -1,4 +1,14 @@
-import { type Counter, createNoopMeter, type Histogram, metrics, ProxyTracerProvider, type Tracer, trace, type UpDownCounter } from "@opentelemetry/api";
+import {
+  type Counter,
+  createNoopMeter,
+  type Histogram,
+  type Meter,
+  metrics,
+  ProxyTracerProvider,
+  type Tracer,
+  trace,
+  type UpDownCounter,
+} from "@opentelemetry/api";
 
 /** The instrumentation scope of channelkit's spans and metrics. */
 export const TELEMETRY_SCOPE = "@channelkit/core";
@@ -62,4 +72,14 @@ const NOOP_METER = createNoopMeter().constructor;
 function tracing(): boolean {
   const provider = trace.getTracerProvider();
   return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(TELEMETRY_SCOPE) !== undefined;
+}
+
+/**
+ * The meter of `scope` when an SDK registered a meter provider, else null: code that
+ * measures makes its instruments only then, and without an SDK its cost is a null check.
+ * Read it once, when what measures is made (as the service's `metered`), after the SDK started.
+ */
+export function registeredMeter(scope: string = TELEMETRY_SCOPE): Meter | null {
+  const meter = metrics.getMeter(scope);
+  return meter.constructor === NOOP_METER ? null : meter;
 }
