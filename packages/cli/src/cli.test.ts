@@ -191,6 +191,7 @@ describe("channelkit channel create", () => {
       widget: {},
       livechat: { status_messages: {}, wait_timeout_seconds: null },
       run_timeout_seconds: null,
+      retention_days: null,
       resumable_streams: false,
       rate_limits: {},
       created_at: expect.any(String),

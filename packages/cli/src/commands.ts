@@ -96,6 +96,7 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     "resumable-streams": { type: "boolean" },
     languages: { type: "string" },
     name: { type: "string" },
+    "retention-days": { type: "string" },
     settings: { type: "string" },
     setting: { type: "string", multiple: true },
   });
@@ -114,8 +115,15 @@ export async function channelCreate(args: string[], io: Io): Promise<void> {
     resumableStreams: values["resumable-streams"],
     languages: list(values.languages),
     name: values.name,
+    retentionDays: retentionValue(values["retention-days"]),
   };
   printJson(io, await withAdmin(values, io, (admin) => admin.createChannel(input)));
+}
+
+/** `--retention-days N|off`: days an ended conversation is kept, or off (null: for ever). */
+function retentionValue(value: string | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  return value === "off" ? null : integerValue("retention-days", value, 1, 36_500);
 }
 
 /** `channel update ID …`: applies the options given; prints the channel (and a signing secret when signatures were turned on). */
@@ -134,6 +142,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
       widget: { type: "string" },
       livechat: { type: "string" },
       "run-timeout-seconds": { type: "string" },
+      "retention-days": { type: "string" },
       "rate-limits": { type: "string" },
       "resumable-streams": { type: "string" },
       settings: { type: "string" },
@@ -153,6 +162,7 @@ export async function channelUpdate(args: string[], io: Io): Promise<void> {
     languages: list(values.languages),
     widget: jsonValue("widget", values.widget),
     runTimeoutSeconds: values["run-timeout-seconds"] === undefined ? undefined : integerValue("run-timeout-seconds", values["run-timeout-seconds"], 1, 86_400),
+    retentionDays: retentionValue(values["retention-days"]),
     rateLimits: values["rate-limits"] === undefined ? undefined : rateLimitsValue("rate-limits", values["rate-limits"], channelRateLimitsWireSchema),
     resumableStreams: booleanValue("resumable-streams", values["resumable-streams"]),
     settings: settingsValue(values.settings, values.setting),
@@ -306,6 +316,12 @@ export async function secretsReseal(args: string[], io: Io): Promise<void> {
   printJson(io, await withAdmin(values, io, (admin) => admin.resealSecrets()));
 }
 
+/** `conversation sweep`: runs the retention sweep now, prints `{"channels","conversations","messages","runs"}`. */
+export async function conversationSweep(args: string[], io: Io): Promise<void> {
+  const { values } = parse(args, {});
+  printJson(io, await withAdmin(values, io, (admin) => admin.sweepRetention()));
+}
+
 /** `admin-token --tenant ID …`: prints an HS256 admin token signed with `CHANNELKIT_ADMIN_JWT_SECRET`. */
 export async function adminToken(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
@@ -357,6 +373,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "headers-timeout-ms": { type: "string" },
     "request-timeout-ms": { type: "string" },
     "keep-alive-timeout-ms": { type: "string" },
+    "retention-interval-ms": { type: "string" },
   });
   const optional = (name: string, min: number, max: number) => {
     const raw = values[name as keyof typeof values];
@@ -372,6 +389,13 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     requestTimeoutMs: optional("request-timeout-ms", 1000, 3_600_000),
     keepAliveTimeoutMs: optional("keep-alive-timeout-ms", 100, 600_000),
   });
+  const rawRetention = values["retention-interval-ms"];
+  const retention =
+    rawRetention === undefined
+      ? undefined
+      : rawRetention === "off"
+        ? false
+        : { intervalMs: integerValue("retention-interval-ms", rawRetention, 1000, 604_800_000) };
   const logFormat = oneOf("log-format", values["log-format"], ["json", "pretty"] as const);
   const rawLimits = values["rate-limits"];
   const rateLimits = rawLimits === undefined ? undefined : rawLimits === "off" ? false : rateLimitsValue("rate-limits", rawLimits, serviceRateLimitsWireSchema);
@@ -404,6 +428,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     plugins,
     logFormat,
     accessLog: values["access-log"] === true,
+    retention,
     rateLimits,
     trustProxy,
     streamLimits,

@@ -75,6 +75,7 @@ const OPTIONS = {
   openapi: true,
   health: true,
   accessLog: true,
+  retention: true,
 } satisfies Record<keyof ChannelkitConfig, true>;
 
 /** The methods of a storage the command calls (a storage object without one of them is refused by name). */

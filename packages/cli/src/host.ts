@@ -12,6 +12,7 @@ import {
   liveChatInbox,
   type MigrateOptions,
   liveChatWebhookBridge,
+  type RetentionOptions,
   type ServiceRateLimits,
   type Storage,
   type StreamLimits,
@@ -60,6 +61,8 @@ export interface Serving {
   logFormat?: "json" | "pretty" | undefined;
   /** `--access-log`: a line per request on stdout, in the `--log-format`. */
   accessLog?: boolean;
+  /** `--retention-interval-ms`: the retention sweep's period, or `false` (off); undefined when not given. */
+  retention?: RetentionOptions | false | undefined;
 }
 
 /** The service a command works on. */
@@ -187,6 +190,8 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
       // --type telegram` checks its settings as the server would.
       plugins: channelTypesOf(config?.plugins ?? []),
       livechat: undefined,
+      // A command that ends once it printed sweeps nothing on a schedule (`conversation sweep` sweeps at once).
+      retention: false,
     };
     if (serving) {
       // One options object for the admin routes and the inbox: they verify the same tokens.
@@ -196,6 +201,7 @@ export async function openHost(flags: HostFlags, io: Io, serving?: Serving): Pro
       options.plugins = [...own, ...[adminApi(admin), ...serving.plugins].filter((plugin) => !ids.has(plugin.id))];
       options.livechat = config?.livechat ?? liveChatProvider(serving.livechat ?? "inbox", admin, io.env);
       if (serving.turnLeaseMs !== undefined) options.turnLeaseMs = serving.turnLeaseMs;
+      options.retention = serving.retention ?? config?.retention;
       if (serving.rateLimits !== undefined) options.rateLimits = serving.rateLimits;
       if (serving.trustProxy !== undefined) options.trustProxy = serving.trustProxy;
       if (serving.streamLimits !== undefined) options.streamLimits = { ...(options.streamLimits || {}), ...serving.streamLimits };

@@ -12,6 +12,7 @@ import {
   conversationList,
   endUserErase,
   secretsReseal,
+  conversationSweep,
   type Io,
   migrate,
   serveCommand,
@@ -38,6 +39,7 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
   "conversation export": conversationExport,
   "end-user erase": endUserErase,
   "secrets reseal": secretsReseal,
+  "conversation sweep": conversationSweep,
   "admin-token": adminToken,
   audit,
 };

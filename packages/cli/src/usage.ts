@@ -7,20 +7,21 @@ Commands:
         [--streams-per-key 1000|off] [--streams-per-address 100|off] [--max-connections N|off]
         [--access-log] [--pg-pool-size 10] [--pg-statement-timeout-ms 5000] [--pg-connection-timeout-ms 5000]
         [--headers-timeout-ms 10000] [--request-timeout-ms 30000] [--keep-alive-timeout-ms 5000]
+        [--retention-interval-ms 3600000|off]
   migrate
   tenant create --name NAME
   tenant list
   channel create --tenant ID --flow NAME [--type api|webhook|TYPE] [--environment prod|dev|staging]
                  [--mode server|public] [--allowed-origin ORIGIN]... [--default-stream]
                  [--require-signature] [--resumable-streams] [--languages en_US,fr_FR] [--name NAME]
-                 [--settings JSON] [--setting NAME=VALUE]...
+                 [--retention-days N] [--settings JSON] [--setting NAME=VALUE]...
   channel list [--tenant ID]
   channel show ID
   channel update ID [--state active|inactive|archived] [--environment prod|dev|staging]
                  [--allowed-origin ORIGIN]... [--default-stream true|false]
                  [--require-signature true|false] [--flow NAME] [--name NAME]
                  [--languages en_US,fr_FR] [--widget JSON] [--livechat JSON]
-                 [--run-timeout-seconds 300] [--rate-limits JSON] [--resumable-streams true|false]
+                 [--run-timeout-seconds 300] [--retention-days N|off] [--rate-limits JSON] [--resumable-streams true|false]
                  [--settings JSON] [--setting NAME=VALUE]...
   channel rotate-key ID
   channel rotate-signing-secret ID
@@ -29,6 +30,7 @@ Commands:
   conversation export [--tenant ID] [--channel ID] [--conversation ID] [--since TIME] [--until TIME]
                       [--end-user ID]
   conversation delete ID
+  conversation sweep
   end-user erase ID [--tenant ID]
   secrets reseal
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]

@@ -228,6 +228,8 @@ export interface ChannelView {
   widget: WidgetSettings;
   livechat: { status_messages: Partial<Record<ConversationMode, string>>; wait_timeout_seconds: number | null };
   run_timeout_seconds: number | null;
+  /** Days after which an ended conversation is deleted by the retention sweep; null: kept for ever. */
+  retention_days: number | null;
   resumable_streams: boolean;
   rate_limits: ChannelRateLimits;
   /** Webhook channels only. */
@@ -266,6 +268,8 @@ export interface ChannelPatch {
   widget?: WidgetSettings;
   /** 1 to 86400, null for the default (300). */
   run_timeout_seconds?: number | null;
+  /** 1 to 36500 days, null to keep ended conversations for ever. */
+  retention_days?: number | null;
   resumable_streams?: boolean;
   /** Replaces the channel's whole set; null takes the service's again. */
   rate_limits?: ChannelRateLimits | null;

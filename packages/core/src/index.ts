@@ -37,6 +37,8 @@ export { DEFAULT_STREAM_LIMITS, type OpenStreams, type StreamLimits } from "./ra
 export type { TrustProxy } from "./ratelimit/address.js";
 export type { ChannelAdmin, CreatedChannel, TenantView } from "./admin/operations.js";
 export type { ResealedSecrets } from "./admin/reseal.js";
+export type { RetentionSweepResult } from "./conversations/retention.js";
+export type { RetentionOptions } from "./conversations/retention-schedule.js";
 export type { ChannelView } from "./admin/channel-view.js";
 export type { AuditQueryInput, CreateChannelInput, UpdateChannelInput } from "./admin/schemas.js";
 export type { AuditEvent, AuditOperation, AuditPage } from "./admin/audit.js";
@@ -112,6 +114,7 @@ export { generateApiKey, hashApiKey } from "./auth/api-keys.js";
 export {
   ABANDONED_RUN_ERROR,
   END_USER_METADATA_FIELDS,
+  LIVE_MODES,
   metadataNamesEndUser,
   newConversationRecord,
   type StoredChannel,

@@ -23,6 +23,7 @@ const KNOWN = [
   "openapi",
   "health",
   "accessLog",
+  "retention",
   "channels",
 ] as const;
 

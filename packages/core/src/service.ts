@@ -34,6 +34,7 @@ import { RunLifecycle } from "./runs/lifecycle.js";
 import { runsOf } from "./runs/runs.js";
 import { RunStreams } from "./streams/run-streams.js";
 import { checkOptionNames } from "./service-options.js";
+import { type RetentionOptions, RetentionSchedule } from "./conversations/retention-schedule.js";
 import type { ChannelPlugin } from "./plugin/plugin.js";
 import type { ChannelRecord, Storage } from "./storage/types.js";
 
@@ -152,6 +153,15 @@ export interface ChannelServiceOptions {
    * `channelkit serve --access-log` writes each as a line.
    */
   accessLog?: (entry: AccessLogEntry) => void;
+  /**
+   * The retention sweep, which deletes the conversations that ended more than their channel's
+   * `retention_days` ago (channels without one keep theirs for ever): once per `intervalMs`
+   * (default an hour) across every instance on the database, one instance at a time. On by
+   * default, except on Cloudflare Workers, which have no timers between requests: there,
+   * call `service.admin.sweepRetention()` from a Cron Trigger. `false` turns it off here
+   * (another instance, or your own schedule, sweeps). See docs/operations.md, "Retention".
+   */
+  retention?: RetentionOptions | false;
 }
 
 /** The `rateLimits` option: {@link ServiceRateLimits} to replace, and where to count. */
@@ -327,6 +337,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
   const mounted = await mountPlugins(plugins, ctx, pluginRegistry);
   // Once the plugins registered their channel types: a channel of a type none registers is told of.
   await checkChannels(ctx);
+  const retention = retentionSchedule(ctx, options.retention);
   const router = new Router<ServiceContext>();
   const routes: ServiceRoute[] = [];
   for (const entry of routerEntries(
@@ -376,6 +387,7 @@ export async function createChannelService(options: ChannelServiceOptions): Prom
     admin: createChannelAdmin(ctx),
     async close(closeOptions = {}) {
       closing = true;
+      await retention?.close();
       // Subscriptions never end by themselves: a server waiting for its connections would wait forever.
       internals.livechat.endStreams();
       internals.streams.close();
@@ -501,6 +513,20 @@ async function checkChannels(ctx: ServiceContext): Promise<void> {
       `channelkit: ${underFallback.size} channel(s) hold secrets sealed under a fallback master key (CHANNELKIT_SECRET_KEY_FALLBACKS), not the current one: reseal them (\`channelkit secrets reseal\`, or service.admin.resealSecrets()) before the fallback key is removed: ${channelList([...underFallback])}.`,
     );
   }
+}
+
+/** The periodic retention sweep the options ask for, started; null when off. */
+function retentionSchedule(ctx: ServiceContext, option: RetentionOptions | false | undefined): RetentionSchedule | null {
+  if (option === false) return null;
+  const intervalMs = option?.intervalMs ?? 3_600_000;
+  if (!(Number.isInteger(intervalMs) && intervalMs >= 1000)) {
+    throw new TypeError(`channelkit: retention.intervalMs is a whole number of milliseconds, 1000 or more, not ${String(intervalMs)}`);
+  }
+  // Workers run code only within a request (or a Cron Trigger): a timer outside one has nothing to run on.
+  if (option === undefined && globalThis.navigator?.userAgent === "Cloudflare-Workers") return null;
+  const schedule = new RetentionSchedule(ctx, intervalMs);
+  schedule.start();
+  return schedule;
 }
 
 /** The caps on open streams, from the options: the defaults where they say nothing, null when off. */

@@ -37,6 +37,7 @@ export function channelToRow(channel: ChannelRecord): Insertable<ChannelsTable> 
     // A record made before plugin types existed has neither: none.
     settings: JSON.stringify(channel.settings ?? {}),
     sealed_settings: channel.sealedSettings ?? null,
+    retention_days: channel.retentionDays ?? null,
     created_at: channel.createdAt,
     updated_at: channel.updatedAt,
   };
@@ -67,6 +68,8 @@ export function rowToChannel(row: Selectable<ChannelsTable>): ChannelRecord {
     resumableStreams: Number(row.resumable_streams) === 1,
     settings: fromJson(row.settings ?? null, {}),
     sealedSettings: row.sealed_settings ?? null,
+    // Absent unless set, as on a record written without it.
+    ...(row.retention_days === null || row.retention_days === undefined ? {} : { retentionDays: Number(row.retention_days) }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

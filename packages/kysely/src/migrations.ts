@@ -13,6 +13,7 @@ import { pluginStore } from "./migration-0011-plugin-store.js";
 import { channelSettings } from "./migration-0012-channel-settings.js";
 import { runStreamFollowed } from "./migration-0013-run-stream-followed.js";
 import { messageMetadata } from "./migration-0014-message-metadata.js";
+import { channelRetention } from "./migration-0015-channel-retention.js";
 import { withMigrationLock } from "./migration-lock.js";
 
 /**
@@ -137,6 +138,7 @@ export const migrations: Record<string, Migration> = {
   "0012_channel_settings": channelSettings,
   "0013_run_stream_followed": runStreamFollowed,
   "0014_message_metadata": messageMetadata,
+  "0015_channel_retention": channelRetention,
 };
 
 /** The table where Kysely's Migrator records the migrations applied. */

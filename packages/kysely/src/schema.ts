@@ -105,6 +105,8 @@ export interface ChannelsTable {
   settings: Generated<string>;
   /** The type's secret settings, one JSON object sealed with the master key; null when none is set. */
   sealed_settings: string | null;
+  /** Days after which an ended conversation is deleted by the retention sweep; null: kept for ever. */
+  retention_days: number | null;
 }
 
 export interface ApiKeysTable {
@@ -235,6 +237,7 @@ export const CHANNEL_COLUMNS = everyColumn<ChannelsTable>()(
   "resumable_streams",
   "settings",
   "sealed_settings",
+  "retention_days",
 );
 
 export const CONVERSATION_COLUMNS = everyColumn<ConversationsTable>()(

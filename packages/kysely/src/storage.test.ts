@@ -206,6 +206,7 @@ describe("migrate", () => {
       "0012_channel_settings",
       "0013_run_stream_followed",
       "0014_message_metadata",
+      "0015_channel_retention",
     ]);
   });
 
@@ -227,6 +228,7 @@ describe("migrate", () => {
       resumable_streams: _resumable,
       settings: _settings,
       sealed_settings: _sealedSettings,
+      retention_days: _retentionDays,
       ...row0001
     } = channelToRow(channel);
     await db.insertInto("channels").values(row0001).execute();

@@ -10,6 +10,7 @@ import type {
   ClaimTurnInput,
   CompleteRunInput,
   ConversationQuery,
+  EndedConversationQuery,
   ConversationRecord,
   DeleteConversationsInput,
   DeleteConversationsResult,
@@ -37,7 +38,7 @@ import type {
 } from "@channelkit/core";
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
-import { ABANDONED_RUN_ERROR, metadataNamesEndUser, newConversationRecord, storedChannelPatch, storedMessage, TurnPassedOver } from "@channelkit/core";
+import { ABANDONED_RUN_ERROR, LIVE_MODES, metadataNamesEndUser, newConversationRecord, storedChannelPatch, storedMessage, TurnPassedOver } from "@channelkit/core";
 import { type Kysely, type Selectable, SqliteAdapter, sql, type Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, runBody, type TransactionBody } from "./executor.js";
 import {
@@ -419,6 +420,22 @@ export class KyselyStorage implements Storage {
       if (!found.has(row.conversation_id) && metadataNamesEndUser(row.metadata, query.externalUserId)) found.set(row.conversation_id, row.created_at);
     }
     return [...found].sort(([a, at], [b, bt]) => (at === bt ? (a < b ? -1 : a > b ? 1 : 0) : at < bt ? -1 : 1)).map(([id]) => id);
+  }
+
+  async findEndedConversations(query: EndedConversationQuery): Promise<string[]> {
+    const rows = await this.#exec.rows(
+      this.db
+        .selectFrom("conversations")
+        .select("id")
+        .where("channel_id", "=", query.channelId)
+        .where("updated_at", "<", query.before)
+        .where((eb) => eb(eb.fn.coalesce("mode_since", "created_at"), "<", query.before))
+        .where("mode", "not in", [...LIVE_MODES])
+        .orderBy("updated_at")
+        .limit(query.limit)
+        .compile(),
+    );
+    return rows.map((row) => row.id);
   }
 
   async listConversations(query: ConversationQuery): Promise<ConversationRecord[]> {
@@ -914,6 +931,7 @@ const PATCH_COLUMNS = {
   widget: "widget",
   settings: "settings",
   sealedSettings: "sealed_settings",
+  retentionDays: "retention_days",
 } as const satisfies { [Field in keyof ChannelPatch]-?: keyof ChannelsTable };
 
 /** The columns a patch sets: core's {@link storedChannelPatch} in their columns, flags as 0 or 1. */

@@ -29,6 +29,8 @@ export function channelView(channel: ChannelRecord, secretNames: readonly string
     livechat: { status_messages: channel.livechatMessages, wait_timeout_seconds: channel.livechatWaitTimeoutSeconds },
     /** How long a run may last before it is stopped as an error (null: 300 s). */
     run_timeout_seconds: channel.runTimeoutSeconds,
+    /** Days after which an ended conversation is deleted by the retention sweep (null: kept for ever). */
+    retention_days: channel.retentionDays ?? null,
     /** Whether a streamed run goes on when its client goes away and can be resumed (docs/streaming.md). */
     resumable_streams: channel.resumableStreams,
     /** The channel's own rate limits, in the wire's names; a name left out takes the service's (see docs/security.md). */

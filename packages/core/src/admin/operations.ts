@@ -21,6 +21,7 @@ import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditVi
 import { channelTypeFor, newSettings, type SettingsUpdate, updatedSettings, viewOf } from "./channel-settings.js";
 import { type ChannelView, channelView } from "./channel-view.js";
 import { type ResealedSecrets, resealChannel } from "./reseal.js";
+import { type RetentionSweepResult, sweepRetention } from "../conversations/retention.js";
 import {
   adminConversationView,
   type ConversationPage,
@@ -123,6 +124,13 @@ export interface ChannelAdmin {
    * (`secretKeyFallbacks`; docs/security.md, "Rotating the master key").
    */
   resealSecrets(): Promise<ResealedSecrets>;
+  /**
+   * Runs the retention sweep now, whatever the schedule: deletes the conversations that ended
+   * more than their channel's `retentionDays` ago (a confined caller: its tenant's channels
+   * only), each batch audited as `retention_sweep` with its counts. `sweep_in_progress` when
+   * another instance is sweeping. What a Cloudflare Worker's Cron Trigger calls.
+   */
+  sweepRetention(): Promise<RetentionSweepResult>;
   /** The audit trail, newest first, a page at a time (default 50 events, at most 200). */
   audit(query?: AuditQueryInput): Promise<AuditPage>;
   /**
@@ -406,6 +414,7 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
           livechatMessages: parsed.livechatMessages,
           livechatWaitTimeoutSeconds: parsed.livechatWaitTimeoutSeconds,
           runTimeoutSeconds: parsed.runTimeoutSeconds,
+          retentionDays: parsed.retentionDays,
           rateLimits: parsed.rateLimits,
           resumableStreams: parsed.resumableStreams,
           widget: parsed.widget,
@@ -547,6 +556,11 @@ export function createChannelAdmin(ctx: ServiceContext, caller: AdminCaller = { 
         }
         return done;
       });
+    },
+
+    async sweepRetention() {
+      const channels = await storage.listChannels(caller.tenantId === undefined ? {} : { tenantId: caller.tenantId });
+      return sweepRetention(ctx, crypto.randomUUID(), { channels });
     },
 
     async audit(input = {}) {

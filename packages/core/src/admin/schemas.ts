@@ -28,6 +28,13 @@ const runTimeout = z
   .min(1, "run_timeout_seconds must be 1 to 86400")
   .max(86_400, "run_timeout_seconds must be 1 to 86400")
   .nullable();
+/** Days an ended conversation is kept before the retention sweep deletes it (1 day to 100 years); null keeps them for ever. */
+const retention = z
+  .number("retention_days must be a number of days")
+  .int("retention_days must be a whole number of days")
+  .min(1, "retention_days must be 1 to 36500")
+  .max(36_500, "retention_days must be 1 to 36500")
+  .nullable();
 const language = z.string().regex(/^[a-z]{2}_[A-Z]{2}$/, "languages are codes of the form xx_XX, e.g. en_US");
 /**
  * A plugin channel type's settings as sent: an object, each field checked by the type's own
@@ -58,6 +65,8 @@ export const createChannelSchema = z.object({
   livechatMessages: statusMessages.default({}),
   livechatWaitTimeoutSeconds: waitTimeout.default(null),
   runTimeoutSeconds: runTimeout.default(null),
+  /** Days an ended conversation is kept before the retention sweep deletes it; null: for ever (docs/operations.md). */
+  retentionDays: retention.default(null),
   /** The channel's own rate limits, each replacing the service's (see docs/security.md). */
   rateLimits: channelRateLimitsSchema.nullable().default(null),
   /** Whether a streamed run goes on when its client goes away, and can be resumed from any instance (docs/streaming.md). */
@@ -80,6 +89,8 @@ export const updateChannelSchema = z
     livechatMessages: statusMessages,
     livechatWaitTimeoutSeconds: waitTimeout,
     runTimeoutSeconds: runTimeout,
+    /** Days an ended conversation is kept before the retention sweep deletes it; null: for ever. */
+    retentionDays: retention,
     /** The channel's own rate limits, replacing the whole set; null to take the service's. */
     rateLimits: channelRateLimitsSchema.nullable(),
     /** Whether streamed runs can be resumed (docs/streaming.md). */
@@ -136,6 +147,8 @@ export const patchChannelBodySchema = z.strictObject(
     languages: z.array(language, "languages must be a list of codes such as en_US").min(1, "languages must name at least one language").optional(),
     widget: widgetSettingsSchema.optional(),
     run_timeout_seconds: runTimeout.optional(),
+    /** Days an ended conversation is kept; null: for ever. */
+    retention_days: retention.optional(),
     resumable_streams: z.boolean("resumable_streams must be a boolean").optional(),
     /** Replaces the whole set; null for the service's limits. */
     rate_limits: channelRateLimitsWireSchema.optional(),
@@ -183,6 +196,9 @@ export const channelViewSchema = z.object({
   widget: widgetSettingsSchema.meta({ description: "What the channel's chat widget overrides of its defaults." }),
   livechat: z.object({ status_messages: statusMessages, wait_timeout_seconds: z.int().nullable().meta({ description: "null: 600 s." }) }),
   run_timeout_seconds: z.int().nullable().meta({ description: "How long a run may last before it is stopped as an error; null: 300 s." }),
+  retention_days: z.int().nullable().meta({
+    description: "Days after which a conversation that ended (no activity, no live chat open) is deleted by the retention sweep; null: kept for ever.",
+  }),
   resumable_streams: z.boolean(),
   rate_limits: channelRateLimitsViewSchema.meta({ description: "The channel's own rate limits; a name left out takes the service's." }),
   client_id: z.string().optional().meta({ description: "Webhook channels only: the `client_id` of their routes." }),
@@ -229,6 +245,7 @@ export const auditOperationSchema = z.enum([
   "erase_end_user",
   "export_conversations",
   "reseal_secrets",
+  "retention_sweep",
 ]);
 
 export const auditEventSchema = z.object({

@@ -26,6 +26,7 @@ export const ERROR_CODES = {
     status: 409,
     message: "A run of this conversation is in flight: wait for it to end (or cancel it), then send this again.",
   },
+  sweep_in_progress: { status: 409, message: "A retention sweep is running on another instance: send this again once it has ended." },
   livechat_conflict: { status: 409, message: "The conversation's live chat is not in a mode that allows this." },
   idempotency_key_in_use: {
     status: 409,

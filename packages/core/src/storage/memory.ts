@@ -2,7 +2,7 @@ import { memoryIdempotencyStore } from "./memory-idempotency.js";
 import { memoryPluginStores, refuseTables } from "./memory-plugin-store.js";
 import { TurnPassedOver } from "./turn-passed-over.js";
 import { memoryRunStreams } from "./memory-streams.js";
-import { ABANDONED_RUN_ERROR, metadataNamesEndUser, storedChannelPatch } from "./records.js";
+import { ABANDONED_RUN_ERROR, LIVE_MODES, metadataNamesEndUser, storedChannelPatch } from "./records.js";
 import type {
   ApiKeyRecord,
   AuditEventRecord,
@@ -15,6 +15,7 @@ import type {
   ClaimTurnInput,
   CompleteRunInput,
   ConversationQuery,
+  EndedConversationQuery,
   ConversationRecord,
   DeleteConversationsInput,
   DeleteConversationsResult,
@@ -430,6 +431,21 @@ export function memoryStorage(): Storage {
       return found.sort(byCreation).map((row) => row.id);
     },
 
+    async findEndedConversations(query: EndedConversationQuery): Promise<string[]> {
+      open();
+      return [...conversations.values()]
+        .filter(
+          (row) =>
+            row.channelId === query.channelId &&
+            row.updatedAt < query.before &&
+            row.modeSince < query.before &&
+            !LIVE_MODES.includes(row.mode),
+        )
+        .sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : 0))
+        .slice(0, query.limit)
+        .map((row) => row.id);
+    },
+
     async listConversations(query: ConversationQuery): Promise<ConversationRecord[]> {
       open();
       const ids = query.ids === undefined ? undefined : new Set(query.ids);
@@ -820,14 +836,17 @@ function channelToRow(channel: ChannelRecord): ChannelRow {
     // A record made before plugin types existed has neither: none.
     settings: JSON.stringify(channel.settings ?? {}),
     sealedSettings: channel.sealedSettings ?? null,
+    retentionDays: channel.retentionDays ?? null,
     createdAt: channel.createdAt,
     updatedAt: channel.updatedAt,
   };
 }
 
-function rowToChannel(row: ChannelRow): ChannelRecord {
+function rowToChannel({ retentionDays, ...row }: ChannelRow): ChannelRecord {
   return {
     ...row,
+    // Absent unless set, as on a record written without it.
+    ...(retentionDays === null || retentionDays === undefined ? {} : { retentionDays }),
     allowedOrigins: fromJson(row.allowedOrigins, []),
     languages: fromJson(row.languages, []),
     livechatMessages: fromJson(row.livechatMessages, {}),

@@ -1,4 +1,7 @@
-import type { ChannelPatch, ChannelRecord, ConversationRecord, MessageRecord, NewMessage, RunConversation } from "./types.js";
+import type { ChannelPatch, ChannelRecord, ConversationMode, ConversationRecord, MessageRecord, NewMessage, RunConversation } from "./types.js";
+
+/** The modes in which a live chat holds a conversation open: never ended, whatever its age (`Storage.findEndedConversations`). */
+export const LIVE_MODES: readonly ConversationMode[] = ["livechat_waiting", "livechat_active"];
 
 /**
  * The record of `message` as stored at `turnIndex`: what a storage returns for a message it
@@ -74,6 +77,7 @@ export function storedChannelPatch(patch: ChannelPatch): Partial<Pick<StoredChan
   if (patch.widget !== undefined) fields.widget = JSON.stringify(patch.widget);
   if (patch.settings !== undefined) fields.settings = JSON.stringify(patch.settings);
   if (patch.sealedSettings !== undefined) fields.sealedSettings = patch.sealedSettings;
+  if (patch.retentionDays !== undefined) fields.retentionDays = patch.retentionDays;
   return fields;
 }
 

@@ -83,6 +83,11 @@ export interface ChannelRecord {
    * the master key like the signing secret (`SecretBox.encrypt`); null when none is set.
    */
   sealedSettings: string | null;
+  /**
+   * Days after which a conversation of the channel that ended (no message, no run, no live
+   * chat for that long) is deleted by the retention sweep; null (or absent) keeps them for ever.
+   */
+  retentionDays?: number | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -523,6 +528,7 @@ export type ChannelPatch = Partial<
     | "widget"
     | "settings"
     | "sealedSettings"
+    | "retentionDays"
   >
 >;
 
@@ -623,6 +629,14 @@ export interface EndUserQuery {
   externalUserId: string;
   /** Only this tenant's conversations; every tenant's when absent. */
   tenantId?: string;
+}
+
+/** Which conversations {@link Storage.findEndedConversations} finds. */
+export interface EndedConversationQuery {
+  channelId: string;
+  /** ISO 8601: only conversations with no activity since (`updatedAt`, and the time they entered their mode). */
+  before: string;
+  limit: number;
 }
 
 /** Which channels {@link Storage.listChannels} reads. */
@@ -768,6 +782,12 @@ export interface Storage {
    * {@link EndUserQuery}), oldest first. Optional, as {@link deleteConversations} is.
    */
   findEndUserConversations?(query: EndUserQuery): Promise<string[]>;
+  /**
+   * The ids of a channel's conversations that ended before `query.before` (no activity since,
+   * and not waiting for or talking with a live-chat agent), least recently active first: what
+   * the retention sweep deletes. Optional, as {@link deleteConversations} is.
+   */
+  findEndedConversations?(query: EndedConversationQuery): Promise<string[]>;
   /** Conversations, newest first (by `createdAt`, then `id`). Optional, as {@link deleteConversations} is. */
   listConversations?(query: ConversationQuery): Promise<ConversationRecord[]>;
 

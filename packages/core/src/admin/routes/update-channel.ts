@@ -40,6 +40,7 @@ function toUpdateInput(body: ReturnType<typeof patchChannelBodySchema.parse>): U
   if (body.languages !== undefined) input.languages = body.languages;
   if (body.widget !== undefined) input.widget = body.widget;
   if (body.run_timeout_seconds !== undefined) input.runTimeoutSeconds = body.run_timeout_seconds;
+  if (body.retention_days !== undefined) input.retentionDays = body.retention_days;
   if (body.rate_limits !== undefined) input.rateLimits = body.rate_limits;
   if (body.resumable_streams !== undefined) input.resumableStreams = body.resumable_streams;
   if (body.livechat?.status_messages !== undefined) input.livechatMessages = body.livechat.status_messages;
