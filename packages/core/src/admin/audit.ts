@@ -1,6 +1,6 @@
 import { fromBase64Url, toBase64Url, utf8 } from "../auth/encoding.js";
 import { ServiceError } from "../http/errors.js";
-import type { AuditEventRecord, AuditQuery } from "../storage/types.js";
+import type { AuditEventRecord, AuditQuery, DeletedConversation } from "../storage/types.js";
 import type { ChannelView } from "./channel-view.js";
 import type { auditOperationSchema } from "./schemas.js";
 import type { z } from "zod";
@@ -140,4 +140,15 @@ export function parseAuditCursor(cursor: string): NonNullable<AuditQuery["before
     });
   }
   return { timestamp, id };
+}
+
+/** The messages and runs `deleted` held, as audit changes (`{ from: n, to: 0 }`). */
+export function countChanges(deleted: DeletedConversation[]): { messages: { from: number; to: number }; runs: { from: number; to: number } } {
+  let messages = 0;
+  let runs = 0;
+  for (const conversation of deleted) {
+    messages += conversation.messages;
+    runs += conversation.runs;
+  }
+  return { messages: { from: messages, to: 0 }, runs: { from: runs, to: 0 } };
 }

@@ -17,7 +17,7 @@ import type {
   Storage,
   TenantRecord,
 } from "../storage/types.js";
-import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, parseAuditCursor } from "./audit.js";
+import { type AuditOperation, type AuditPage, auditCursor, auditEventId, auditView, channelChanges, countChanges, parseAuditCursor } from "./audit.js";
 import { channelTypeFor, newSettings, type SettingsUpdate, updatedSettings, viewOf } from "./channel-settings.js";
 import { type ChannelView, channelView } from "./channel-view.js";
 import { type ResealedSecrets, resealChannel } from "./reseal.js";
@@ -227,17 +227,6 @@ export async function recordRefusal(
   await ctx.storage.appendAuditEvent(auditRecord(caller, operation, target, changes, code)).catch((failure) => {
     ctx.logger.error(`channelkit: the refused ${operation} could not be recorded in the audit trail`, failure);
   });
-}
-
-/** The messages and runs `deleted` held, as audit changes (`{ from: n, to: 0 }`). */
-function countChanges(deleted: DeletedConversation[]): { messages: { from: number; to: number }; runs: { from: number; to: number } } {
-  let messages = 0;
-  let runs = 0;
-  for (const conversation of deleted) {
-    messages += conversation.messages;
-    runs += conversation.runs;
-  }
-  return { messages: { from: messages, to: 0 }, runs: { from: runs, to: 0 } };
 }
 
 /** Deletes conversations of one tenant with the audit event `audit` makes; `run_in_progress` when one has a run in flight. */

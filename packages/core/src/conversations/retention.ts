@@ -2,7 +2,7 @@ import type { ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import { isoTimestamp } from "../runs/timestamp.js";
 import type { AuditEventRecord, ChannelRecord, DeleteConversationsInput, DeletedConversation, Storage } from "../storage/types.js";
-import { auditEventId } from "../admin/audit.js";
+import { auditEventId, countChanges } from "../admin/audit.js";
 import { metrics } from "@opentelemetry/api";
 import { TELEMETRY_SCOPE } from "../telemetry/telemetry.js";
 
@@ -96,12 +96,6 @@ async function deleteEnded(ctx: ServiceContext, channel: ChannelRecord, ids: str
 
 /** The audit event of a batch the sweep deleted: counts, never a message. */
 function sweptEvent(channel: ChannelRecord, deleted: DeletedConversation[]): AuditEventRecord {
-  let messages = 0;
-  let runs = 0;
-  for (const conversation of deleted) {
-    messages += conversation.messages;
-    runs += conversation.runs;
-  }
   const ms = Date.now();
   return {
     id: auditEventId(ms),
@@ -114,8 +108,7 @@ function sweptEvent(channel: ChannelRecord, deleted: DeletedConversation[]): Aud
     changes: {
       retention_days: { from: channel.retentionDays, to: channel.retentionDays },
       conversations: { from: deleted.length, to: 0 },
-      messages: { from: messages, to: 0 },
-      runs: { from: runs, to: 0 },
+      ...countChanges(deleted),
     },
     outcome: "success",
     errorCode: null,
