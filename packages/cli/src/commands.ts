@@ -17,6 +17,9 @@ const ENVIRONMENTS = ["prod", "dev", "staging"] as const;
 /** How long `serve` may take to close after `--drain-ms`, storing what the drain cancelled, before it stops without it. */
 const CLOSE_GRACE_MS = 5000;
 
+/** How long `serve --otel` may take, once the service closed, to export the last spans and metrics. */
+const OTEL_FLUSH_MS = 5000;
+
 /**
  * Runs `action` with the service's admin, recorded in the audit trail as the actor `cli`, then
  * closes the service. A flow the service does not know is explained: without a config file,
@@ -349,7 +352,9 @@ export async function adminToken(args: string[], io: Io): Promise<void> {
  * `serve`: serves the service (the config's, else the demo flows on `--db`) until SIGINT or
  * SIGTERM, which drain it: the server stops accepting, the runs in flight get `--drain-ms` to
  * finish, those still running are stored `cancelled`, the storage closes, exit 0; at most
- * `--drain-ms` plus 5 s, else exit 1. A second signal stops it at once (exit 1).
+ * `--drain-ms` plus 5 s, else exit 1. A second signal stops it at once (exit 1). With
+ * `--otel`, an OpenTelemetry SDK exports the service's spans and metrics over OTLP/HTTP; after
+ * the service closed it exports the last ones (at most 5 s more).
  */
 export async function serveCommand(args: string[], io: Io): Promise<void> {
   const { values } = parse(args, {
@@ -367,6 +372,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     "max-connections": { type: "string" },
     "log-format": { type: "string" },
     "access-log": { type: "boolean" },
+    otel: { type: "boolean" },
     "pg-pool-size": { type: "string" },
     "pg-statement-timeout-ms": { type: "string" },
     "pg-connection-timeout-ms": { type: "string" },
@@ -421,6 +427,8 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
   // page at `/` learns its key once the demo is provisioned, after the server listens.
   let demoWidget: DemoWidget | null = null;
   const plugins = [widgetAsset(), ...(values.demo ? [demoPage(() => demoWidget?.key ?? null)] : [])];
+  // Before the service is made, which takes its meter then; loaded only with --otel.
+  const otel = values.otel ? (await import("./otel.js")).startOtel(io) : null;
   const host = await openHost({ ...values, postgres }, io, {
     turnLeaseMs,
     adminDevMode: values["admin-dev-mode"] === true,
@@ -475,6 +483,7 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
     });
     io.out(`${signal}: stopping; runs in flight have ${drainMs} ms to finish (--drain-ms)`);
     // Bounded: a close that hangs (a database that stopped answering) does not keep the process.
+    const closeBoundMs = drainMs + CLOSE_GRACE_MS + (otel ? OTEL_FLUSH_MS : 0);
     setTimeout(() => {
       process.exit(
         reportError(
@@ -485,10 +494,12 @@ export async function serveCommand(args: string[], io: Io): Promise<void> {
           ),
         ),
       );
-    }, drainMs + CLOSE_GRACE_MS);
+    }, closeBoundMs);
     closing.then(
-      () => {
+      async () => {
         if (refused > 0) io.out(`${signal}: stopped; ${refused} request(s) that arrived while draining were answered 503 service_draining`);
+        // After the service closed: the spans of the drain's last runs are exported too.
+        await otel?.shutdown(OTEL_FLUSH_MS);
         process.exit(0);
       },
       (error: unknown) => process.exit(reportError(io.err, error)),

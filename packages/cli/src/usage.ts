@@ -5,7 +5,7 @@ Commands:
   serve [--port 3000] [--host 127.0.0.1] [--demo] [--turn-lease-ms 30000] [--admin-dev-mode]
         [--livechat inbox|bridge|off] [--log-format pretty|json] [--drain-ms 10000] [--rate-limits JSON|off] [--trust-proxy N]
         [--streams-per-key 1000|off] [--streams-per-address 100|off] [--max-connections N|off]
-        [--access-log] [--pg-pool-size 10] [--pg-statement-timeout-ms 5000] [--pg-connection-timeout-ms 5000]
+        [--access-log] [--otel] [--pg-pool-size 10] [--pg-statement-timeout-ms 5000] [--pg-connection-timeout-ms 5000]
         [--headers-timeout-ms 10000] [--request-timeout-ms 30000] [--keep-alive-timeout-ms 5000]
         [--retention-interval-ms 3600000|off]
   migrate
