@@ -1424,6 +1424,43 @@ export function storageContract(name: string, open: () => Promise<StorageUnderTe
         };
       }
 
+      it("findEndedConversations finds a channel's conversations idle since before a time, least recently active first, never one a live chat holds open", async (test) => {
+        const find = storage.findEndedConversations?.bind(storage);
+        if (!find) return test.skip("findEndedConversations is optional");
+        const { channel } = await seed();
+        const other = (await seed()).channel;
+        /** A conversation whose one run ended at `seconds`, handed over when `mode` says so. */
+        const idleSince = async (ch: ChannelRecord, seconds: number, mode?: "handover") => {
+          const c = new Conversation(storage, ch);
+          const run = c.run("hi");
+          await ticketOf(storage, run.begin(seconds - 1));
+          await storage.completeRun(
+            run.complete({
+              ticket: 0,
+              messages: ["hello"],
+              seconds,
+              ...(mode ? { status: "pending" as const, mode: handover("bot", at(seconds - 1), seconds) } : {}),
+            }),
+          );
+          return c.id;
+        };
+        const oldest = await idleSince(channel, 10);
+        const older = await idleSince(channel, 20);
+        const waiting = await idleSince(channel, 5, "handover");
+        const recent = await idleSince(channel, 500);
+        await idleSince(other, 10);
+        expect(await find({ channelId: channel.id, before: at(100), limit: 10 })).toEqual([oldest, older]);
+        expect(await find({ channelId: channel.id, before: at(100), limit: 1 })).toEqual([oldest]);
+        expect(await find({ channelId: channel.id, before: at(15), limit: 10 })).toEqual([oldest]);
+        expect(await find({ channelId: channel.id, before: at(1000), limit: 10 })).toEqual([oldest, older, recent]);
+        expect(await storage.findConversation(waiting)).toMatchObject({ mode: "livechat_waiting" });
+        // The live chat ends: the conversation ended when its mode changed, not before.
+        const closed: ModeChange = { from: "livechat_waiting", since: at(5), to: "livechat_closed", at: at(600) };
+        expect(await storage.updateLiveChat({ conversationId: waiting, change: closed, messages: [] })).not.toBeNull();
+        expect(await find({ channelId: channel.id, before: at(550), limit: 10 })).toEqual([oldest, older, recent]);
+        expect(await find({ channelId: channel.id, before: at(1000), limit: 10 })).toContain(waiting);
+      });
+
       it("deletes a conversation with its messages, runs, streams, live chat and plugin values, in one call that records its audit event; another is untouched", async () => {
         const { tenant, channel } = await seed();
         const doomed = await fillConversation(storage, channel, { externalUserId: "user-1", pluginId: PLUGIN });
