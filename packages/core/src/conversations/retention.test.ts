@@ -1,3 +1,5 @@
+import { metrics } from "@opentelemetry/api";
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { describe, expect, it } from "vitest";
 import { demoFlows } from "../flows/demo.js";
 import { createChannelService, definePlugin, liveChatInbox, memoryStorage, type ServiceContext, type Storage } from "../index.js";
@@ -74,6 +76,31 @@ describe("the retention sweep", () => {
       outcome: "success",
       changes: { retention_days: { from: 30, to: 30 }, conversations: { from: 2, to: 0 }, messages: { from: 4, to: 0 }, runs: { from: 2, to: 0 } },
     });
+  });
+
+  it("counts what it deleted in channelkit.retention.deleted, when an SDK is registered", async () => {
+    const reader = new PeriodicExportingMetricReader({
+      exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+      exportIntervalMillis: 3_600_000,
+    });
+    const provider = new MeterProvider({ readers: [reader] });
+    metrics.setGlobalMeterProvider(provider);
+    try {
+      const s = await service();
+      const { tenant } = await s.admin.createTenant({ name: "Acme" });
+      const created = await channel(s, tenant.id, "echo", 1);
+      await converse(s, created.api_key);
+      await converse(s, created.api_key);
+      expect((await sweepRetention(s.ctx(), "a", { now: Date.now() + 2 * DAY_MS })).conversations).toBe(2);
+      const { resourceMetrics } = await reader.collect();
+      const deleted = resourceMetrics.scopeMetrics
+        .flatMap((scope) => scope.metrics)
+        .find((metric) => metric.descriptor.name === "channelkit.retention.deleted");
+      expect(deleted?.dataPoints.map((point) => point.value)).toEqual([2]);
+    } finally {
+      metrics.disable();
+      await provider.shutdown();
+    }
   });
 
   it("one sweep at a time across instances: another holder of the lease is sweep_in_progress", async () => {
