@@ -38,7 +38,15 @@ import type {
 } from "@channelkit/core";
 import { WatchedCache } from "./change-watch.js";
 import { ChannelRecords } from "./channel-records.js";
-import { ABANDONED_RUN_ERROR, LIVE_MODES, metadataNamesEndUser, newConversationRecord, storedChannelPatch, storedMessage, TurnPassedOver } from "@channelkit/core";
+import {
+  ABANDONED_RUN_ERROR,
+  LIVE_MODES,
+  metadataNamesEndUser,
+  newConversationRecord,
+  storedChannelPatch,
+  storedMessage,
+  TurnPassedOver,
+} from "@channelkit/core";
 import { type Kysely, type Selectable, SqliteAdapter, sql, type Updateable } from "kysely";
 import { type Executor, kyselyExecutor, rowsOf, runBody, type TransactionBody } from "./executor.js";
 import {
@@ -431,7 +439,6 @@ export class KyselyStorage implements Storage {
         .where("updated_at", "<", query.before)
         .where((eb) => eb(eb.fn.coalesce("mode_since", "created_at"), "<", query.before))
         .where("mode", "not in", [...LIVE_MODES])
-        .orderBy("updated_at")
         .limit(query.limit)
         .compile(),
     );

@@ -434,14 +434,7 @@ export function memoryStorage(): Storage {
     async findEndedConversations(query: EndedConversationQuery): Promise<string[]> {
       open();
       return [...conversations.values()]
-        .filter(
-          (row) =>
-            row.channelId === query.channelId &&
-            row.updatedAt < query.before &&
-            row.modeSince < query.before &&
-            !LIVE_MODES.includes(row.mode),
-        )
-        .sort((a, b) => (a.updatedAt < b.updatedAt ? -1 : a.updatedAt > b.updatedAt ? 1 : 0))
+        .filter((row) => row.channelId === query.channelId && row.updatedAt < query.before && row.modeSince < query.before && !LIVE_MODES.includes(row.mode))
         .slice(0, query.limit)
         .map((row) => row.id);
     },

@@ -783,9 +783,10 @@ export interface Storage {
    */
   findEndUserConversations?(query: EndUserQuery): Promise<string[]>;
   /**
-   * The ids of a channel's conversations that ended before `query.before` (no activity since,
-   * and not waiting for or talking with a live-chat agent), least recently active first: what
-   * the retention sweep deletes. Optional, as {@link deleteConversations} is.
+   * The ids of at most `query.limit` of a channel's conversations that ended before
+   * `query.before` (no activity since, and not waiting for or talking with a live-chat agent),
+   * in no particular order: what the retention sweep deletes. Optional, as
+   * {@link deleteConversations} is.
    */
   findEndedConversations?(query: EndedConversationQuery): Promise<string[]>;
   /** Conversations, newest first (by `createdAt`, then `id`). Optional, as {@link deleteConversations} is. */
