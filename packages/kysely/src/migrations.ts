@@ -231,8 +231,10 @@ export async function migrateToLatest(db: Kysely<any>, plugins?: Plugins): Promi
     // Read once, before a Migrator holds the connection; the lock keeps it true, with what each set applies.
     const applied = new Set(await appliedMigrationsIfAny(connection));
     for (const set of sets) {
-      const own = set.id === null ? (name: string) => !name.includes("/") : (name: string) => name.startsWith(`${set.id}/`);
-      const others = [...applied].filter((name) => !own(name));
+      // Every applied migration the set does not hold counts as applied: another set's, and a newer
+      // version's (an older instance restarting during a rolling upgrade), which Kysely would
+      // otherwise refuse as "missing"; checkSchema warns of the latter.
+      const others = [...applied].filter((name) => !Object.hasOwn(set.migrations, name));
       const provider: MigrationProvider = { getMigrations: async () => ({ ...Object.fromEntries(others.map((name) => [name, APPLIED])), ...set.migrations }) };
       const { error, results } = await new Migrator({
         db: connection,
