@@ -19,6 +19,7 @@ import {
   tenantCreate,
   tenantList,
 } from "./commands.js";
+import { backupCommand } from "./backup.js";
 import { unknownVariableWarnings } from "./env.js";
 import { logLine, reportError, UsageError } from "./errors.js";
 import { USAGE } from "./usage.js";
@@ -39,6 +40,7 @@ const COMMANDS: Record<string, (args: string[], io: Io) => Promise<void>> = {
   "conversation export": conversationExport,
   "end-user erase": endUserErase,
   "secrets reseal": secretsReseal,
+  backup: backupCommand,
   "conversation sweep": conversationSweep,
   "admin-token": adminToken,
   audit,

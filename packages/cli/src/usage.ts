@@ -33,6 +33,7 @@ Commands:
   conversation sweep
   end-user erase ID [--tenant ID]
   secrets reseal
+  backup FILE [--force]
   admin-token --tenant ID [--tenants A,B] [--org ID] [--expires 1h]
   audit [--tenant ID] [--channel ID] [--limit 50] [--cursor C]
 
