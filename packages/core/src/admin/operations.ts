@@ -189,8 +189,9 @@ export interface AuditTarget {
   channelId: string | null;
 }
 
-function auditRecord(
-  caller: AdminCaller,
+/** The audit event of `caller`'s `operation` on `target`: a success when `errorCode` is null. */
+export function auditRecord(
+  caller: Pick<AdminCaller, "actor" | "via">,
   operation: AuditOperation,
   target: AuditTarget,
   changes: AuditEventRecord["changes"],

@@ -2,7 +2,8 @@ import type { ServiceContext } from "../context.js";
 import { ServiceError } from "../http/errors.js";
 import { isoTimestamp } from "../runs/timestamp.js";
 import type { AuditEventRecord, ChannelRecord, DeleteConversationsInput, DeletedConversation, Storage } from "../storage/types.js";
-import { auditEventId, countChanges } from "../admin/audit.js";
+import { countChanges } from "../admin/audit.js";
+import { auditRecord } from "../admin/operations.js";
 import { metrics } from "@opentelemetry/api";
 import { TELEMETRY_SCOPE } from "../telemetry/telemetry.js";
 
@@ -24,6 +25,8 @@ const SWEEP_LEASE_MS = 60_000;
 /** Conversations found, and deleted in one transaction, at a time. */
 const BATCH = 100;
 const DAY_MS = 86_400_000;
+/** Who the audit trail says deleted: the sweep, on the service's side. */
+const SWEEPER = { actor: "retention", via: "service" } as const;
 
 /** The channels a sweep looks at: those with a retention, archived ones included (their data is kept no longer than they say). */
 export function retainedChannels(channels: readonly ChannelRecord[]): ChannelRecord[] {
@@ -96,21 +99,10 @@ async function deleteEnded(ctx: ServiceContext, channel: ChannelRecord, ids: str
 
 /** The audit event of a batch the sweep deleted: counts, never a message. */
 function sweptEvent(channel: ChannelRecord, deleted: DeletedConversation[]): AuditEventRecord {
-  const ms = Date.now();
-  return {
-    id: auditEventId(ms),
-    timestamp: isoTimestamp(ms),
-    tenantId: channel.tenantId,
-    channelId: channel.id,
-    actor: "retention",
-    via: "service",
-    operation: "retention_sweep",
-    changes: {
-      retention_days: { from: channel.retentionDays, to: channel.retentionDays },
-      conversations: { from: deleted.length, to: 0 },
-      ...countChanges(deleted),
-    },
-    outcome: "success",
-    errorCode: null,
+  const changes = {
+    retention_days: { from: channel.retentionDays, to: channel.retentionDays },
+    conversations: { from: deleted.length, to: 0 },
+    ...countChanges(deleted),
   };
+  return auditRecord(SWEEPER, "retention_sweep", { tenantId: channel.tenantId, channelId: channel.id }, changes, null);
 }
