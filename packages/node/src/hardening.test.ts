@@ -236,11 +236,16 @@ describe("slow clients", () => {
         new Promise((resolve) => {
           const socket = connect(port, "127.0.0.1", () => socket.write("GET /public/widget/config HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
           let answer = "";
+          let reset = false;
           socket.on("data", (chunk) => {
             answer += chunk.toString();
           });
-          socket.on("close", () => resolve(answer));
-          socket.on("error", () => undefined);
+          // A header line written as the server closes the connection is answered with a reset,
+          // which on a loaded machine can discard the 408 not yet read: the connection was cut all the same.
+          socket.on("close", () => resolve(answer === "" && reset ? "reset" : answer));
+          socket.on("error", (error: NodeJS.ErrnoException) => {
+            reset = error.code === "ECONNRESET" || error.code === "EPIPE";
+          });
           sockets.push(socket);
         }),
       );
@@ -252,7 +257,9 @@ describe("slow clients", () => {
       const normal = await execute('{"payload":"served"}');
       expect(normal.status).toBe(200);
       const cut = await Promise.all(answers);
-      expect(cut.every((answer) => statusOf(answer) === 408 && answer.includes('"request_timeout"'))).toBe(true);
+      const timedOut = cut.filter((answer) => statusOf(answer) === 408 && answer.includes('"request_timeout"'));
+      expect(cut.filter((answer) => answer !== "reset" && !timedOut.includes(answer))).toEqual([]);
+      expect(timedOut.length).toBeGreaterThan(0);
     } finally {
       clearInterval(trickle);
       for (const socket of sockets) socket.destroy();
