@@ -31,6 +31,13 @@ async function history(server: ServeProcess, key: string, conversationId: string
   return ((await response.json()) as { messages: Message[] }).messages.map(({ role, content }) => ({ role, content }));
 }
 
+/** The restored database's migrations, as the server on it reports them: every one applied. */
+async function expectCurrent(server: ServeProcess): Promise<void> {
+  const response = await fetch(`${server.url}/readyz`);
+  expect(response.status).toBe(200);
+  expect(await response.json()).toMatchObject({ status: "ready", migrations: "current", pending: [] });
+}
+
 /** A conversation of three turns on `server`: its id and the history it must have. */
 async function conversation(server: ServeProcess, key: string): Promise<{ id: string; messages: Message[] }> {
   const first = await run(server, key, { payload: "one" });
@@ -101,6 +108,7 @@ describe("channelkit backup of a SQLite database", () => {
       const restored = named("restored");
       await copyFile(target, restored);
       const onCopy = await startServe(["--db", restored, "--port", "0"], ENV);
+      await expectCurrent(onCopy);
       expect(await history(onCopy, key, before.id)).toEqual(before.messages);
       expect((await run(onCopy, key, { payload: "four", conversation_id: before.id })).status).toBe(200);
       expect(await runCliJson(["migrate", "--db", restored], ENV)).toEqual({ migrated: true });
@@ -161,6 +169,7 @@ describeWithPostgres("pg_dump and pg_restore of a channelkit database", (serverU
       await sh("pg_restore", ["--no-owner", "--exit-on-error", "-d", restored.url, dump]);
 
       const onCopy = await startServe(["--db", restored.url, "--port", "0"], ENV);
+      await expectCurrent(onCopy);
       expect(await history(onCopy, key, before.id)).toEqual(before.messages);
       expect((await run(onCopy, key, { payload: "four", conversation_id: before.id })).status).toBe(200);
       expect(await runCliJson(["migrate", "--db", restored.url], ENV)).toEqual({ migrated: true });
