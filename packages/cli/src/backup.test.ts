@@ -88,6 +88,8 @@ describe("channelkit backup of a SQLite database", () => {
           written++;
         }
       })();
+      // The backup starts once a write of the loop is done, so that the copy is made among writes.
+      while (written === 0) await new Promise((resolve) => setImmediate(resolve));
       const target = named("copy");
       const made = await runCliJson<{ backup: { file: string; bytes: number } }>(["backup", target, "--db", db], ENV);
       writing = false;
